@@ -1,0 +1,188 @@
+//! The `crsim` command line: open the app, run a scene headless, check scenes, benchmark.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bevy::prelude::*;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
+use crsim::sim::bench::run_bench;
+use crsim::sim::headless::{headless_app, run_in_chunks};
+use crsim::sim::report::build_report;
+
+/// crsim: a cooperative multi-robot simulator.
+///
+/// With no command, opens the app on SCENE (or the built-in scene).
+#[derive(Parser, Debug)]
+#[command(version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Scene file to open in the app.
+    scene: Option<PathBuf>,
+    /// Save a screenshot of the app here after some frames, then exit.
+    #[arg(long, value_name = "PNG")]
+    screenshot: Option<PathBuf>,
+    /// Frames to render before the screenshot.
+    #[arg(long, default_value_t = 60, requires = "screenshot")]
+    frames: u32,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scene headless and print a summary with the trajectory hash.
+    Run {
+        scene: PathBuf,
+        /// Number of steps to run.
+        #[arg(long)]
+        steps: u64,
+        /// Override the scene's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the run metrics as JSON here.
+        #[arg(long, value_name = "FILE.json")]
+        out: Option<PathBuf>,
+    },
+    /// Validate scene files; prints `ok` or the errors for each.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Benchmark N wandering robots; prints robot_steps_per_s.
+    Bench {
+        #[arg(long, default_value_t = 1000)]
+        robots: usize,
+        #[arg(long, default_value_t = 200)]
+        steps: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames))),
+        Some(Command::Run {
+            scene,
+            steps,
+            seed,
+            out,
+        }) => run(&scene, steps, seed, out.as_deref()),
+        Some(Command::Check { files }) => check(&files),
+        Some(Command::Bench {
+            robots,
+            steps,
+            seed,
+        }) => bench(robots, steps, seed),
+    }
+}
+
+fn load(path: &Path) -> Result<SceneFile, ExitCode> {
+    load_scene_file(path).map(|(s, _)| s).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })
+}
+
+fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>) -> ExitCode {
+    let (scene, source) = match scene {
+        Some(path) => match load(&path) {
+            Ok(s) => (s, SceneSource::File(path)),
+            Err(code) => return code,
+        },
+        None => (default_scene(), SceneSource::BuiltIn),
+    };
+    let exit = App::new()
+        .add_plugins(crsim::AppPlugin {
+            scene,
+            source,
+            screenshot,
+        })
+        .run();
+    if exit.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    // Hidden automatically when stderr is not a terminal.
+    let bar = ProgressBar::new(len);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn run(path: &Path, steps: u64, seed: Option<u64>, out: Option<&Path>) -> ExitCode {
+    let mut scene = match load(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    if let Some(seed) = seed {
+        scene.seed = seed;
+    }
+    let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
+    let bar = progress_bar(steps);
+    let start = Instant::now();
+    run_in_chunks(&mut app, steps, 100, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    let report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
+    println!("{}", report.summary());
+    if let Some(out) = out {
+        let json = match serde_json::to_string_pretty(&report) {
+            Ok(j) => j,
+            Err(e) => {
+                eprintln!("cannot encode the metrics: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Err(e) = std::fs::write(out, json + "\n") {
+            eprintln!("{}: cannot write: {e}", out.display());
+            return ExitCode::FAILURE;
+        }
+        println!("metrics: {}", out.display());
+    }
+    ExitCode::SUCCESS
+}
+
+fn check(files: &[PathBuf]) -> ExitCode {
+    let mut bad = 0;
+    for f in files {
+        match load_scene_file(f) {
+            Ok(_) => println!("{}: ok", f.display()),
+            Err(e) => {
+                bad += 1;
+                println!("{e}");
+            }
+        }
+    }
+    if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{bad} of {} scene files have errors", files.len());
+        ExitCode::FAILURE
+    }
+}
+
+fn bench(robots: usize, steps: u64, seed: u64) -> ExitCode {
+    if robots == 0 || steps == 0 {
+        eprintln!("--robots and --steps must be at least 1");
+        return ExitCode::from(2);
+    }
+    let bar = progress_bar(steps);
+    let r = run_bench(robots, steps, seed, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    println!("robots: {}", r.robots);
+    println!("steps: {}", r.steps);
+    println!("wall_time_s: {:.3}", r.wall_time_s);
+    println!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    ExitCode::SUCCESS
+}

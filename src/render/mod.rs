@@ -1,0 +1,316 @@
+//! Drawing (presentation only): the arena, walls and boxes as sprites; pens, dens, stations,
+//! sonar beams and robots (heading, camera cone, gripper) as gizmos; a 2D camera with mouse pan
+//! and zoom; clicking a robot selects it for the inspector. Nothing here writes simulation
+//! state: visuals are separate entities, never components on simulation entities.
+
+use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
+use bevy::prelude::*;
+use bevy::window::PrimaryWindow;
+use bevy_egui::input::EguiWantsInput;
+
+use crate::robot::{Battery, BumpSensor, Gripper, Robot, RobotCamera, pose};
+use crate::scene::{ActiveScene, SceneLoaded};
+use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall};
+
+pub mod screenshot;
+
+/// The robot picked in the world view, shown in the inspector.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Selection(pub Option<Entity>);
+
+/// Width of the egui side panel in logical pixels, so the arena fits beside it.
+#[derive(Resource, Debug, Clone, Copy)]
+pub struct PanelWidth(pub f32);
+
+/// Draw every robot's camera cone up to this many robots (beyond, only the selected one's).
+const CONES_UP_TO: usize = 60;
+
+/// A presentation entity drawn for the loaded scene.
+#[derive(Component)]
+struct Visual;
+
+/// The world-view camera.
+#[derive(Component)]
+pub struct WorldCamera;
+
+pub mod palette {
+    use bevy::prelude::Color;
+    pub const BACKGROUND: Color = Color::srgb(0.11, 0.12, 0.14);
+    pub const FLOOR: Color = Color::srgb(0.86, 0.85, 0.80);
+    pub const WALL: Color = Color::srgb(0.25, 0.26, 0.30);
+    pub const BOX: Color = Color::srgb(0.62, 0.45, 0.26);
+    pub const BOX_EDGE: Color = Color::srgb(0.40, 0.27, 0.12);
+    pub const PEN: Color = Color::srgb(0.10, 0.35, 0.85);
+    pub const DEN: Color = Color::srgb(0.85, 0.45, 0.05);
+    pub const STATION: Color = Color::srgb(0.10, 0.60, 0.20);
+    pub const SONAR: Color = Color::srgb(0.00, 0.65, 0.75);
+    pub const SONAR_HIT: Color = Color::srgb(0.95, 0.10, 0.40);
+    pub const ROBOT: Color = Color::srgb(0.15, 0.15, 0.18);
+    pub const ROBOT_BUMP: Color = Color::srgb(0.90, 0.15, 0.10);
+    pub const ROBOT_EMPTY: Color = Color::srgb(0.55, 0.55, 0.55);
+    pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
+    pub const CONE: Color = Color::srgba(0.20, 0.20, 0.80, 0.45);
+}
+
+pub fn plugin(app: &mut App) {
+    app.init_resource::<Selection>()
+        .insert_resource(PanelWidth(320.0))
+        .insert_resource(ClearColor(palette::BACKGROUND))
+        .add_systems(Startup, spawn_camera)
+        .add_systems(
+            Update,
+            (
+                (rebuild_visuals, fit_camera).run_if(on_message::<SceneLoaded>),
+                pan_zoom_and_pick,
+                draw_world,
+            )
+                .chain(),
+        );
+}
+
+fn spawn_camera(mut commands: Commands) {
+    commands.spawn((Camera2d, WorldCamera, Name::new("World camera")));
+}
+
+fn rebuild_visuals(
+    mut commands: Commands,
+    old: Query<Entity, With<Visual>>,
+    arena: Res<Arena>,
+    walls: Query<(&Transform, &Wall)>,
+    boxes: Query<(&Transform, &PenBox)>,
+    mut selection: ResMut<Selection>,
+) {
+    selection.0 = None;
+    for e in &old {
+        commands.entity(e).despawn();
+    }
+    let floor = Vec2::new(arena.width, arena.height);
+    commands.spawn((
+        Visual,
+        Sprite::from_color(palette::FLOOR, floor),
+        Transform::from_translation((floor / 2.0).extend(-2.0)),
+    ));
+    for (t, wall) in &walls {
+        commands.spawn((
+            Visual,
+            Sprite::from_color(palette::WALL, wall.size),
+            t.with_translation(t.translation.with_z(-1.0)),
+        ));
+    }
+    for (t, b) in &boxes {
+        commands.spawn((
+            Visual,
+            Sprite::from_color(palette::BOX, b.size),
+            t.with_translation(t.translation.with_z(-1.0)),
+        ));
+    }
+}
+
+/// Centres the arena in the area right of the panel.
+fn fit_camera(
+    arena: Res<Arena>,
+    panel: Res<PanelWidth>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    camera: Single<(&mut Transform, &mut Projection), With<WorldCamera>>,
+) {
+    let (mut transform, mut projection) = camera.into_inner();
+    let (w, h) = (window.width().max(1.0), window.height().max(1.0));
+    let free_w = (w - panel.0).max(100.0);
+    let scale = (arena.width / free_w).max(arena.height / h) * 1.08;
+    if let Projection::Orthographic(ortho) = &mut *projection {
+        ortho.scale = scale;
+    }
+    // Shift the centre left by half the panel so the arena sits in the free area.
+    let centre = Vec2::new(arena.width, arena.height) / 2.0 - Vec2::new(panel.0 / 2.0 * scale, 0.0);
+    transform.translation = centre.extend(transform.translation.z);
+}
+
+#[derive(Default)]
+struct DragState {
+    last: Option<Vec2>,
+    moved: f32,
+}
+
+fn pan_zoom_and_pick(
+    buttons: Res<ButtonInput<MouseButton>>,
+    scroll: Res<AccumulatedMouseScroll>,
+    wants: Res<EguiWantsInput>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    camera: Single<(&Camera, &GlobalTransform, &mut Transform, &mut Projection), With<WorldCamera>>,
+    robots: Query<(Entity, &Transform, &Robot), Without<WorldCamera>>,
+    mut selection: ResMut<Selection>,
+    panel: Res<PanelWidth>,
+    mut drag: Local<DragState>,
+) {
+    let (cam, cam_global, mut cam_transform, mut projection) = camera.into_inner();
+    let Projection::Orthographic(ortho) = &mut *projection else {
+        return;
+    };
+    let cursor = window.cursor_position();
+    // The panel is drawn into a full-window background Ui, so egui counts the whole window as
+    // its area; the panel's own rectangle tells where the world view starts.
+    let over_ui =
+        wants.is_using_pointer() || wants.is_popup_open() || cursor.is_some_and(|c| c.x <= panel.0);
+    // Zoom about the cursor.
+    if !over_ui && scroll.delta.y != 0.0 {
+        let lines = match scroll.unit {
+            MouseScrollUnit::Line => scroll.delta.y,
+            MouseScrollUnit::Pixel => scroll.delta.y / 40.0,
+        };
+        let before = cursor.and_then(|c| cam.viewport_to_world_2d(cam_global, c).ok());
+        let factor = 0.85f32.powf(lines);
+        ortho.scale = (ortho.scale * factor).clamp(1e-4, 10.0);
+        if let Some(p) = before {
+            let centre = cam_transform.translation.truncate();
+            let new_centre = p + (centre - p) * factor;
+            cam_transform.translation = new_centre.extend(cam_transform.translation.z);
+        }
+    }
+    let dragging = buttons.pressed(MouseButton::Left)
+        || buttons.pressed(MouseButton::Right)
+        || buttons.pressed(MouseButton::Middle);
+    if buttons.just_pressed(MouseButton::Left)
+        || buttons.just_pressed(MouseButton::Right)
+        || buttons.just_pressed(MouseButton::Middle)
+    {
+        drag.last = if over_ui { None } else { cursor };
+        drag.moved = 0.0;
+    }
+    if dragging && let (Some(last), Some(now)) = (drag.last, cursor) {
+        let delta = now - last;
+        drag.moved += delta.length();
+        // Screen y grows downwards, world y upwards.
+        cam_transform.translation.x -= delta.x * ortho.scale;
+        cam_transform.translation.y += delta.y * ortho.scale;
+        drag.last = Some(now);
+    }
+    if buttons.just_released(MouseButton::Left)
+        && drag.last.is_some()
+        && drag.moved < 4.0
+        && let Some(p) = cursor.and_then(|c| cam.viewport_to_world_2d(cam_global, c).ok())
+    {
+        // Clicks are rare: a scan over robots is fine here.
+        selection.0 = robots
+            .iter()
+            .map(|(e, t, r)| (t.translation.truncate().distance(p) - r.radius, e))
+            .filter(|(d, _)| *d <= 0.05)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, e)| e);
+    }
+    if !dragging {
+        drag.last = None;
+    }
+}
+
+fn cone_points(pos: Vec2, heading: f32, fov: f32, range: f32) -> Vec<Vec2> {
+    let n = 16;
+    let mut pts = vec![pos];
+    for i in 0..=n {
+        let a = heading - fov / 2.0 + fov * i as f32 / n as f32;
+        pts.push(pos + Vec2::from_angle(a) * range);
+    }
+    pts.push(pos);
+    pts
+}
+
+fn draw_world(
+    mut gizmos: Gizmos,
+    selection: Res<Selection>,
+    active: Option<Res<ActiveScene>>,
+    robots: Query<(
+        Entity,
+        &Transform,
+        &Robot,
+        &RobotCamera,
+        &BumpSensor,
+        &Battery,
+        &Gripper,
+    )>,
+    pens: Query<(&Transform, &Pen, Has<Held>)>,
+    boxes: Query<(&Transform, &PenBox)>,
+    dens: Query<(&Transform, &Den)>,
+    stations: Query<(&Transform, &Station)>,
+    sonars: Query<(&Transform, &Sonar)>,
+) {
+    if active.is_none() {
+        return;
+    }
+    for (t, b) in &boxes {
+        let (p, a) = pose(t);
+        gizmos.rect_2d(
+            Isometry2d::new(p, Rot2::radians(a)),
+            b.size,
+            palette::BOX_EDGE,
+        );
+    }
+    for (t, d) in &dens {
+        let p = t.translation.truncate();
+        gizmos.circle_2d(p, d.radius, palette::DEN);
+        gizmos.circle_2d(p, d.radius * 0.6, palette::DEN);
+    }
+    for (t, s) in &stations {
+        let p = t.translation.truncate();
+        gizmos.circle_2d(p, s.radius, palette::STATION);
+        let k = s.radius * 0.5;
+        gizmos.line_2d(p - Vec2::X * k, p + Vec2::X * k, palette::STATION);
+        gizmos.line_2d(p - Vec2::Y * k, p + Vec2::Y * k, palette::STATION);
+    }
+    for (t, s) in &sonars {
+        let p = t.translation.truncate();
+        let colour = if s.inside.is_empty() {
+            palette::SONAR
+        } else {
+            palette::SONAR_HIT
+        };
+        let centre = p + s.axis * s.beam_length / 2.0;
+        let angle = s.axis.y.atan2(s.axis.x);
+        gizmos.rect_2d(
+            Isometry2d::new(centre, Rot2::radians(angle)),
+            Vec2::new(s.beam_length.max(0.01), s.width),
+            colour,
+        );
+        gizmos.circle_2d(p, s.width * 0.3, colour);
+    }
+    for (t, pen, held) in &pens {
+        let p = t.translation.truncate();
+        gizmos.circle_2d(
+            p,
+            pen.radius,
+            if held {
+                palette::SELECTED
+            } else {
+                palette::PEN
+            },
+        );
+    }
+    let all_cones = robots.iter().len() <= CONES_UP_TO;
+    for (e, t, robot, camera, bump, battery, gripper) in &robots {
+        let (p, heading) = pose(t);
+        let selected = selection.0 == Some(e);
+        let colour = if battery.is_empty() {
+            palette::ROBOT_EMPTY
+        } else if bump.is_touching() {
+            palette::ROBOT_BUMP
+        } else {
+            palette::ROBOT
+        };
+        gizmos.circle_2d(p, robot.radius, colour);
+        let dir = Vec2::from_angle(heading);
+        gizmos.line_2d(p, p + dir * robot.radius, colour);
+        // Gripper jaws.
+        let side = dir.perp() * robot.radius * 0.35;
+        let jaw = robot.radius + gripper.reach * 0.5;
+        for s in [side, -side] {
+            gizmos.line_2d(p + dir * robot.radius + s, p + dir * jaw + s, colour);
+        }
+        if selected {
+            gizmos.circle_2d(p, robot.radius * 1.35, palette::SELECTED);
+        }
+        if all_cones || selected {
+            gizmos.linestrip_2d(
+                cone_points(p, heading, camera.fov, camera.range),
+                palette::CONE,
+            );
+        }
+    }
+}

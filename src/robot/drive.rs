@@ -1,0 +1,216 @@
+//! The differential drive and the battery. The drive clamps the commanded linear and angular
+//! speed to the robot's maxima (zero when the battery is empty) and hands rapier the velocity;
+//! walls and other bodies then stop the robot physically.
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+
+use super::{DriveCommand, Odometry, Robot, pose};
+use crate::sim::SimTime;
+use crate::world::Station;
+
+/// The command the drive actually applied this step, after limits.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct AppliedDrive {
+    pub linear: f32,
+    pub angular: f32,
+}
+
+/// A battery: drains with time and motion, charges on a station.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct Battery {
+    pub capacity: f32,
+    pub charge: f32,
+    pub idle_drain: f32,
+    pub move_drain: f32,
+    pub turn_drain: f32,
+    /// True while overlapping a charging station.
+    pub charging: bool,
+    /// Times the charge reached zero.
+    pub depletions: u32,
+}
+
+impl Battery {
+    pub fn new(
+        capacity: f32,
+        charge: f32,
+        idle_drain: f32,
+        move_drain: f32,
+        turn_drain: f32,
+    ) -> Self {
+        Self {
+            capacity,
+            charge,
+            idle_drain,
+            move_drain,
+            turn_drain,
+            charging: false,
+            depletions: 0,
+        }
+    }
+
+    /// Charge as a fraction of capacity.
+    pub fn level(&self) -> f32 {
+        self.charge / self.capacity
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.charge <= 0.0
+    }
+
+    /// One step: drain for `dt` seconds at the applied speeds, then charge at `rate` (0 when not
+    /// on a station).
+    pub fn step(&mut self, dt: f32, linear: f32, angular: f32, rate: f32) {
+        let was_empty = self.is_empty();
+        let drain =
+            self.idle_drain + self.move_drain * linear.abs() + self.turn_drain * angular.abs();
+        self.charge = (self.charge - drain * dt + rate * dt).clamp(0.0, self.capacity);
+        self.charging = rate > 0.0;
+        if !was_empty && self.is_empty() {
+            self.depletions += 1;
+        }
+    }
+}
+
+/// Clamps a command to a robot's limits.
+pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDrive {
+    if battery.is_empty() {
+        return AppliedDrive::default();
+    }
+    let finite = |x: f32| if x.is_finite() { x } else { 0.0 };
+    AppliedDrive {
+        linear: finite(cmd.linear).clamp(-robot.max_speed, robot.max_speed),
+        angular: finite(cmd.angular).clamp(-robot.max_turn, robot.max_turn),
+    }
+}
+
+pub(super) fn apply_drive(
+    mut robots: Query<(
+        &Robot,
+        &Transform,
+        &DriveCommand,
+        &Battery,
+        &mut AppliedDrive,
+        &mut Velocity,
+    )>,
+) {
+    for (robot, transform, cmd, battery, mut applied, mut velocity) in &mut robots {
+        let a = limit(*cmd, robot, battery);
+        let (_, heading) = pose(transform);
+        *applied = a;
+        velocity.linear = Vec2::from_angle(heading) * a.linear;
+        velocity.angular = a.angular;
+    }
+}
+
+pub(super) fn update_battery(
+    rapier: ReadRapierContext,
+    time: Res<SimTime>,
+    stations: Query<&Station>,
+    mut robots: Query<(Entity, &AppliedDrive, &mut Battery)>,
+) {
+    let Ok(ctx) = rapier.single() else { return };
+    for (entity, applied, mut battery) in &mut robots {
+        // Overlaps with station sensors as of the last physics step.
+        let rate: f32 = ctx
+            .intersection_pairs_with(entity)
+            .filter(|(_, _, touching)| *touching)
+            .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
+            .map(|s| s.rate)
+            .fold(0.0, f32::max);
+        battery.step(time.dt, applied.linear, applied.angular, rate);
+    }
+}
+
+pub(super) fn update_odometry(mut robots: Query<(&Transform, &mut Odometry), With<Robot>>) {
+    for (transform, mut odo) in &mut robots {
+        let p = transform.translation.truncate();
+        odo.distance += p.distance(odo.last);
+        odo.last = p;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn robot() -> Robot {
+        Robot {
+            index: 0,
+            radius: 0.1,
+            max_speed: 0.5,
+            max_turn: 2.0,
+        }
+    }
+
+    #[test]
+    fn commands_are_clamped_to_the_maxima() {
+        let b = Battery::new(10.0, 10.0, 0.0, 0.0, 0.0);
+        let a = limit(
+            DriveCommand {
+                linear: 3.0,
+                angular: -9.0,
+            },
+            &robot(),
+            &b,
+        );
+        assert_eq!(
+            a,
+            AppliedDrive {
+                linear: 0.5,
+                angular: -2.0
+            }
+        );
+        let a = limit(
+            DriveCommand {
+                linear: f32::NAN,
+                angular: 1.0,
+            },
+            &robot(),
+            &b,
+        );
+        assert_eq!(
+            a,
+            AppliedDrive {
+                linear: 0.0,
+                angular: 1.0
+            }
+        );
+    }
+
+    #[test]
+    fn an_empty_battery_stops_the_drive() {
+        let b = Battery::new(10.0, 0.0, 0.0, 0.0, 0.0);
+        assert_eq!(
+            limit(
+                DriveCommand {
+                    linear: 0.3,
+                    angular: 1.0
+                },
+                &robot(),
+                &b
+            ),
+            AppliedDrive::default()
+        );
+    }
+
+    #[test]
+    fn battery_drains_with_motion_and_charges_on_a_station() {
+        let mut b = Battery::new(10.0, 5.0, 0.1, 1.0, 0.5);
+        b.step(1.0, 0.5, 2.0, 0.0);
+        // 0.1 idle + 0.5 moving + 1.0 turning.
+        assert!((b.charge - 3.4).abs() < 1e-5, "{}", b.charge);
+        b.step(1.0, 0.0, 0.0, 2.0);
+        assert!((b.charge - 5.3).abs() < 1e-5, "{}", b.charge);
+        assert!(b.charging);
+    }
+
+    #[test]
+    fn depletion_is_counted_once() {
+        let mut b = Battery::new(1.0, 0.5, 1.0, 0.0, 0.0);
+        b.step(1.0, 0.0, 0.0, 0.0);
+        b.step(1.0, 0.0, 0.0, 0.0);
+        assert_eq!(b.charge, 0.0);
+        assert_eq!(b.depletions, 1);
+    }
+}

@@ -1,0 +1,117 @@
+//! The gripper: closing it picks up the nearest free pen within reach of the robot's front;
+//! opening it puts the pen down in front of the robot, or into a box when released over one.
+//! A held pen leaves the physics world and rides in front of the robot.
+
+use bevy::math::bounding::Aabb2d;
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+
+use super::{GripCommand, Robot, RobotOrder, pose};
+use crate::world::{Boxed, Held, Pen, PenBox, groups};
+
+/// The gripper and what it holds.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct Gripper {
+    /// Reach beyond the body's front edge, metres.
+    pub reach: f32,
+    pub holding: Option<Entity>,
+}
+
+/// Where a held pen is carried: in front of the body, halfway into the reach.
+pub fn carry_point(transform: &Transform, robot: &Robot, gripper: &Gripper) -> Vec2 {
+    let (p, heading) = pose(transform);
+    p + Vec2::from_angle(heading) * (robot.radius + gripper.reach / 2.0)
+}
+
+/// The front edge of the body, from which the reach is measured.
+pub fn front_point(transform: &Transform, robot: &Robot) -> Vec2 {
+    let (p, heading) = pose(transform);
+    p + Vec2::from_angle(heading) * robot.radius
+}
+
+pub(super) fn carry_held_pens(
+    robots: Query<(&Transform, &Robot, &Gripper)>,
+    mut pens: Query<&mut Transform, (With<Held>, Without<Robot>)>,
+) {
+    for (transform, robot, gripper) in &robots {
+        if let Some(pen) = gripper.holding
+            && let Ok(mut t) = pens.get_mut(pen)
+        {
+            t.translation = carry_point(transform, robot, gripper).extend(0.0);
+        }
+    }
+}
+
+pub(super) fn apply_gripper(
+    mut commands: Commands,
+    rapier: ReadRapierContext,
+    order: Res<RobotOrder>,
+    mut robots: Query<(&Transform, &Robot, &GripCommand, &mut Gripper)>,
+    free_pens: Query<(&Transform, &Pen), (Without<Held>, Without<Boxed>, Without<Robot>)>,
+    mut boxes: Query<&mut PenBox>,
+) {
+    let Ok(ctx) = rapier.single() else { return };
+    let mut taken: Vec<Entity> = Vec::new();
+    // Robot order decides who gets a pen two robots reach for in the same step.
+    for &entity in &order.0 {
+        let Ok((transform, robot, cmd, mut gripper)) = robots.get_mut(entity) else {
+            continue;
+        };
+        match (cmd.close, gripper.holding) {
+            (true, None) => {
+                let front = front_point(transform, robot);
+                let mut best: Option<(f32, Entity)> = None;
+                let aabb = Aabb2d::new(front, Vec2::splat(gripper.reach));
+                let filter =
+                    QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::PEN));
+                ctx.intersect_aabb_conservative(aabb, filter, |pen| {
+                    if let Ok((pt, p)) = free_pens.get(pen)
+                        && !taken.contains(&pen)
+                    {
+                        let d = pt.translation.truncate().distance(front) - p.radius;
+                        if d <= gripper.reach && best.is_none_or(|(bd, be)| (d, pen) < (bd, be)) {
+                            best = Some((d, pen));
+                        }
+                    }
+                    true
+                });
+                if let Some((_, pen)) = best {
+                    taken.push(pen);
+                    gripper.holding = Some(pen);
+                    commands.entity(pen).insert((
+                        Held { by: entity },
+                        RigidBodyDisabled,
+                        ColliderDisabled,
+                    ));
+                }
+            }
+            (false, Some(pen)) => {
+                gripper.holding = None;
+                let at = carry_point(transform, robot, &gripper);
+                let mut container = None;
+                let filter =
+                    QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
+                ctx.intersect_point(at, filter, |b| {
+                    container = Some(b);
+                    false
+                });
+                let mut pen_commands = commands.entity(pen);
+                pen_commands
+                    .remove::<Held>()
+                    .insert(Transform::from_translation(at.extend(0.0)));
+                match container.and_then(|b| boxes.get_mut(b).ok().map(|pb| (b, pb))) {
+                    Some((b, mut pen_box)) => {
+                        pen_box.pens += 1;
+                        pen_commands.insert(Boxed { container: b });
+                    }
+                    None => {
+                        pen_commands
+                            .remove::<(RigidBodyDisabled, ColliderDisabled)>()
+                            .insert(Velocity::zero());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

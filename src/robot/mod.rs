@@ -1,0 +1,228 @@
+//! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
+//! a battery, and four sensors (bump, camera, grip, power). Controllers write [`DriveCommand`]
+//! and [`GripCommand`] in the think stage; the act stage turns them into motion.
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+
+use crate::scene::SceneEntity;
+use crate::scene::schema::{ControllerSpec, RobotSpec};
+use crate::sim::{SimSet, rng};
+use crate::world::{Seeable, groups, transform2d};
+
+mod controllers;
+mod drive;
+mod gripper;
+mod sensors;
+
+pub use controllers::{ConstantDrive, Wander};
+pub use drive::{AppliedDrive, Battery};
+pub use gripper::Gripper;
+pub use sensors::{
+    BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting,
+};
+
+/// A robot's body and limits.
+#[derive(Component, Debug, Clone)]
+pub struct Robot {
+    /// Position in the scene's robot list; the stable iteration order.
+    pub index: u32,
+    pub radius: f32,
+    /// m/s.
+    pub max_speed: f32,
+    /// rad/s.
+    pub max_turn: f32,
+}
+
+/// What the controller wants from the wheels this step, before limits: m/s and rad/s.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
+pub struct DriveCommand {
+    pub linear: f32,
+    pub angular: f32,
+}
+
+/// What the controller wants from the gripper: closed holds a pen, open releases it.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GripCommand {
+    pub close: bool,
+}
+
+/// The den a robot belongs to, if any.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct HomeDen(pub Option<Entity>);
+
+/// Which controller kind drives the robot, as written in the scene.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct ControllerKind(pub ControllerSpec);
+
+/// The robot's communication abilities (seed 000), as written in the scene.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommAbilities {
+    pub broadcast: bool,
+    pub point_to_point: bool,
+}
+
+/// Distance travelled and collisions so far, for the run metrics.
+#[derive(Component, Debug, Clone, Copy, Default)]
+pub struct Odometry {
+    pub distance: f32,
+    pub last: Vec2,
+    pub collisions: u32,
+}
+
+/// All robots in index order: the stable order every per-robot pass that needs one uses.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct RobotOrder(pub Vec<Entity>);
+
+/// Position and heading (radians, counter-clockwise from +x) of a transform.
+pub fn pose(t: &Transform) -> (Vec2, f32) {
+    let dir = (t.rotation * Vec3::X).truncate();
+    (t.translation.truncate(), dir.y.atan2(dir.x))
+}
+
+/// Wraps an angle to (-π, π].
+pub fn wrap_angle(a: f32) -> f32 {
+    let mut a = a % std::f32::consts::TAU;
+    if a > std::f32::consts::PI {
+        a -= std::f32::consts::TAU;
+    } else if a <= -std::f32::consts::PI {
+        a += std::f32::consts::TAU;
+    }
+    a
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<RobotOrder>()
+        .add_message::<BumpEvent>()
+        .add_systems(
+            FixedUpdate,
+            (
+                (
+                    gripper::carry_held_pens,
+                    sensors::sense_bump,
+                    sensors::sense_camera,
+                    sensors::sense_grip,
+                    sensors::sense_power,
+                )
+                    .chain()
+                    .in_set(SimSet::Sense),
+                (controllers::constant_drive, controllers::wander).in_set(SimSet::Think),
+                (
+                    gripper::apply_gripper,
+                    drive::apply_drive,
+                    drive::update_battery,
+                )
+                    .chain()
+                    .in_set(SimSet::Act),
+                drive::update_odometry.in_set(SimSet::Record),
+            ),
+        );
+}
+
+/// Spawns robot number `index` of a scene.
+pub fn spawn_robot(
+    world: &mut World,
+    spec: &RobotSpec,
+    index: u32,
+    den: Option<Entity>,
+    seed: u64,
+) -> Entity {
+    let pos = Vec2::new(spec.pose.0, spec.pose.1);
+    let b = &spec.battery;
+    let mut entity = world.spawn((
+        Name::new(spec.name.clone()),
+        SceneEntity,
+        Robot {
+            index,
+            radius: spec.radius,
+            max_speed: spec.max_speed,
+            max_turn: spec.max_turn.to_radians(),
+        },
+        Seeable::Robot,
+        transform2d(pos, spec.pose.2.to_radians()),
+        (
+            RigidBody::Dynamic,
+            Collider::ball(spec.radius),
+            ColliderMassProperties::Density(150.0),
+            Friction::coefficient(0.0),
+            Restitution::coefficient(0.0),
+            Velocity::zero(),
+            Sleeping::disabled(),
+            CollisionGroups::new(groups::ROBOT, Group::ALL),
+        ),
+        (
+            DriveCommand::default(),
+            GripCommand::default(),
+            AppliedDrive::default(),
+        ),
+        Gripper {
+            reach: spec.grip_reach,
+            holding: None,
+        },
+        Battery::new(
+            b.capacity,
+            b.initial.unwrap_or(b.capacity),
+            b.idle_drain,
+            b.move_drain,
+            b.turn_drain,
+        ),
+        (
+            BumpSensor::default(),
+            RobotCamera {
+                fov: spec.camera.fov.to_radians(),
+                range: spec.camera.range,
+                period: spec.camera.period,
+            },
+            CameraView::default(),
+            GripSensor::default(),
+            PowerSensor::default(),
+        ),
+        HomeDen(den),
+        ControllerKind(spec.controller.clone()),
+        CommAbilities {
+            broadcast: spec.comms.broadcast,
+            point_to_point: spec.comms.point_to_point,
+        },
+        Odometry {
+            last: pos,
+            ..default()
+        },
+    ));
+    match spec.controller {
+        ControllerSpec::Idle => {}
+        ControllerSpec::Drive { linear, angular } => {
+            entity.insert(ConstantDrive {
+                linear,
+                angular: angular.to_radians(),
+            });
+        }
+        ControllerSpec::Wander { speed } => {
+            entity.insert(Wander::new(
+                speed,
+                rng::stream(seed, "wander", u64::from(index)),
+            ));
+        }
+    }
+    entity.id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f32::consts::PI;
+
+    #[test]
+    fn wrap_angle_stays_in_range() {
+        assert!((wrap_angle(3.0 * PI) - PI).abs() < 1e-5);
+        assert!((wrap_angle(-3.0 * PI / 2.0) - PI / 2.0).abs() < 1e-5);
+        assert_eq!(wrap_angle(0.5), 0.5);
+    }
+
+    #[test]
+    fn pose_reads_heading() {
+        let t = transform2d(Vec2::new(1.0, 2.0), 1.0);
+        let (p, h) = pose(&t);
+        assert_eq!(p, Vec2::new(1.0, 2.0));
+        assert!((h - 1.0).abs() < 1e-6);
+    }
+}

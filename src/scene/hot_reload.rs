@@ -1,0 +1,75 @@
+//! Hot reload (app only): the open scene file is polled for changes; a valid edit replaces the
+//! running scene, an invalid one leaves it running and puts the error in the panel.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use bevy::prelude::*;
+
+use super::{ActiveScene, PendingScene, SceneSource, SceneStatus, load_scene_file};
+
+/// How often the file's modification time is checked.
+const POLL: Duration = Duration::from_millis(300);
+
+#[derive(Default)]
+struct Watched {
+    path: Option<PathBuf>,
+    modified: Option<SystemTime>,
+    since_poll: Duration,
+}
+
+pub fn plugin(app: &mut App) {
+    app.add_systems(Update, watch_scene_file);
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn watch_scene_file(
+    time: Res<Time<Real>>,
+    active: Option<Res<ActiveScene>>,
+    mut watched: Local<Watched>,
+    mut pending: ResMut<PendingScene>,
+    mut status: ResMut<SceneStatus>,
+) {
+    let Some(active) = active else { return };
+    let SceneSource::File(path) = &active.source else {
+        watched.path = None;
+        return;
+    };
+    if watched.path.as_ref() != Some(path) {
+        // A new file was opened: remember its current state, reload only on later changes.
+        watched.path = Some(path.clone());
+        watched.modified = modified(path);
+        return;
+    }
+    watched.since_poll += time.delta();
+    if watched.since_poll < POLL {
+        return;
+    }
+    watched.since_poll = Duration::ZERO;
+    let now = modified(path);
+    if now == watched.modified || now.is_none() {
+        return;
+    }
+    watched.modified = now;
+    reload_from(path, &mut pending, &mut status);
+}
+
+/// Reads `path` and queues it to replace the running scene, or reports why it cannot.
+pub fn reload_from(path: &Path, pending: &mut PendingScene, status: &mut SceneStatus) {
+    match load_scene_file(path) {
+        Ok((scene, _)) => {
+            info!("loaded scene {}", path.display());
+            pending.request(scene, SceneSource::File(path.to_path_buf()));
+            status.error = None;
+            status.note = Some(format!("loaded {}", path.display()));
+        }
+        Err(e) => {
+            warn!("scene not loaded, the running scene is kept:\n{e}");
+            status.error = Some(e.to_string());
+            status.note = None;
+        }
+    }
+}

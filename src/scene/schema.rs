@@ -1,0 +1,382 @@
+//! The scene file format: plain serde types that mirror `scenes/*.ron` one to one.
+//!
+//! Units: metres, seconds, degrees in the file (radians inside the simulation). The arena's
+//! origin is its bottom-left corner; x grows to the right, y grows up; a heading of 0° faces +x
+//! and angles grow counter-clockwise. Every struct rejects unknown fields so a typo in a hand
+//! edited scene is an error, not a silently ignored line.
+
+use serde::{Deserialize, Serialize};
+
+/// A 2D point or size in metres, written `(x, y)` in RON.
+pub type Vec2f = (f32, f32);
+
+/// A whole scene: the arena, everything in it, and how the loop steps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneFile {
+    /// A human-readable name shown in the panel and the run summary.
+    pub name: String,
+    /// The one seed every random stream is derived from.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Seconds of simulated time per step of the environment loop.
+    #[serde(default = "default_dt")]
+    pub dt: f64,
+    /// Physics substeps per step (rapier still advances exactly `dt` per step).
+    #[serde(default = "default_substeps")]
+    pub substeps: u32,
+    pub arena: ArenaSpec,
+    #[serde(default)]
+    pub walls: Vec<WallSpec>,
+    #[serde(default)]
+    pub boxes: Vec<BoxSpec>,
+    #[serde(default)]
+    pub pens: Vec<PenSpec>,
+    #[serde(default)]
+    pub dens: Vec<DenSpec>,
+    #[serde(default)]
+    pub stations: Vec<StationSpec>,
+    #[serde(default)]
+    pub sonars: Vec<SonarSpec>,
+    #[serde(default)]
+    pub robots: Vec<RobotSpec>,
+    /// System-level parameters of the communication model.
+    #[serde(default)]
+    pub comms: CommsSpec,
+}
+
+/// The floor. With `boundary: true` four walls enclose it, named `wallDown` (y = 0), `wallUp`,
+/// `wallLeft` (x = 0) and `wallRight`, as in the VirtualRobot room.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArenaSpec {
+    pub width: f32,
+    pub height: f32,
+    #[serde(default = "default_true")]
+    pub boundary: bool,
+    #[serde(default = "default_wall_thickness")]
+    pub wall_thickness: f32,
+}
+
+/// A straight wall from `from` to `to` (centre line), `thickness` wide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WallSpec {
+    pub name: String,
+    pub from: Vec2f,
+    pub to: Vec2f,
+    #[serde(default = "default_wall_thickness")]
+    pub thickness: f32,
+}
+
+/// A box: a solid rectangle robots bump into; a pen released over it drops inside.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxSpec {
+    pub name: String,
+    pub center: Vec2f,
+    pub size: Vec2f,
+    #[serde(default)]
+    pub angle: f32,
+}
+
+/// A pen lying on the floor: a small dynamic body robots can push or grip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenSpec {
+    pub name: String,
+    pub pos: Vec2f,
+    #[serde(default = "default_pen_radius")]
+    pub radius: f32,
+}
+
+/// A den: a robot's refuge on the floor. It must lie near a wall: its centre within two den
+/// radii of a wall surface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenSpec {
+    pub name: String,
+    pub pos: Vec2f,
+    #[serde(default = "default_den_radius")]
+    pub radius: f32,
+}
+
+/// A charging pad on the floor; a robot overlapping it charges at `rate` units per second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationSpec {
+    pub name: String,
+    pub pos: Vec2f,
+    #[serde(default = "default_station_radius")]
+    pub radius: f32,
+    #[serde(default = "default_station_rate")]
+    pub rate: f32,
+}
+
+/// A sonar at `pos` whose beam leaves along `axis` (degrees), `width` wide, up to `range`
+/// metres or the first wall or box.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SonarSpec {
+    pub name: String,
+    pub pos: Vec2f,
+    pub axis: f32,
+    pub width: f32,
+    #[serde(default)]
+    pub range: Option<f32>,
+}
+
+/// A robot: a disc with a differential drive, a gripper, a battery and its sensors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotSpec {
+    pub name: String,
+    /// `(x, y, heading in degrees)`.
+    pub pose: (f32, f32, f32),
+    #[serde(default)]
+    pub den: Option<String>,
+    #[serde(default = "default_robot_radius")]
+    pub radius: f32,
+    /// Maximum linear speed, m/s.
+    #[serde(default = "default_max_speed")]
+    pub max_speed: f32,
+    /// Maximum turn rate, degrees per second.
+    #[serde(default = "default_max_turn")]
+    pub max_turn: f32,
+    #[serde(default)]
+    pub battery: BatterySpec,
+    #[serde(default)]
+    pub camera: CameraSpec,
+    /// How far in front of the body the gripper reaches for a pen, metres.
+    #[serde(default = "default_grip_reach")]
+    pub grip_reach: f32,
+    #[serde(default)]
+    pub controller: ControllerSpec,
+    #[serde(default)]
+    pub comms: RobotCommsSpec,
+}
+
+/// Battery: charge in abstract units; drain per second idle, per metre driven and per radian
+/// turned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatterySpec {
+    #[serde(default = "default_capacity")]
+    pub capacity: f32,
+    /// Initial charge; the full capacity when absent.
+    #[serde(default)]
+    pub initial: Option<f32>,
+    #[serde(default = "default_idle_drain")]
+    pub idle_drain: f32,
+    #[serde(default = "default_move_drain")]
+    pub move_drain: f32,
+    #[serde(default = "default_turn_drain")]
+    pub turn_drain: f32,
+}
+
+/// Camera: a cone of `fov` degrees and `range` metres, refreshed every `period` steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CameraSpec {
+    #[serde(default = "default_fov")]
+    pub fov: f32,
+    #[serde(default = "default_camera_range")]
+    pub range: f32,
+    #[serde(default = "default_period")]
+    pub period: u32,
+}
+
+/// What drives a robot.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub enum ControllerSpec {
+    /// Stands still.
+    #[default]
+    Idle,
+    /// Constant command: linear speed (m/s) and turn rate (deg/s), clamped to the maxima.
+    Drive { linear: f32, angular: f32 },
+    /// Wanders: drives forward at `speed` × max speed, turns away after a bump and changes
+    /// heading at random (seeded) every few seconds.
+    Wander {
+        #[serde(default = "default_wander_speed")]
+        speed: f32,
+    },
+}
+
+/// A robot's communication abilities (seed 000).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotCommsSpec {
+    #[serde(default = "default_true")]
+    pub broadcast: bool,
+    #[serde(default = "default_true")]
+    pub point_to_point: bool,
+}
+
+/// System-level communication parameters (seed 000). `range: None` is unlimited; `delay` is
+/// in steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommsSpec {
+    #[serde(default = "default_true")]
+    pub link: bool,
+    #[serde(default)]
+    pub range: Option<f32>,
+    #[serde(default)]
+    pub delay: u32,
+    #[serde(default = "default_probability")]
+    pub probability: f32,
+}
+
+impl Default for CommsSpec {
+    fn default() -> Self {
+        Self {
+            link: true,
+            range: None,
+            delay: 0,
+            probability: 1.0,
+        }
+    }
+}
+
+impl Default for RobotCommsSpec {
+    fn default() -> Self {
+        Self {
+            broadcast: true,
+            point_to_point: true,
+        }
+    }
+}
+
+impl Default for BatterySpec {
+    fn default() -> Self {
+        Self {
+            capacity: default_capacity(),
+            initial: None,
+            idle_drain: default_idle_drain(),
+            move_drain: default_move_drain(),
+            turn_drain: default_turn_drain(),
+        }
+    }
+}
+
+impl Default for CameraSpec {
+    fn default() -> Self {
+        Self {
+            fov: default_fov(),
+            range: default_camera_range(),
+            period: default_period(),
+        }
+    }
+}
+
+impl RobotSpec {
+    /// A robot with every optional field at its default.
+    pub fn new(name: impl Into<String>, x: f32, y: f32, heading_deg: f32) -> Self {
+        Self {
+            name: name.into(),
+            pose: (x, y, heading_deg),
+            den: None,
+            radius: default_robot_radius(),
+            max_speed: default_max_speed(),
+            max_turn: default_max_turn(),
+            battery: BatterySpec::default(),
+            camera: CameraSpec::default(),
+            grip_reach: default_grip_reach(),
+            controller: ControllerSpec::Idle,
+            comms: RobotCommsSpec::default(),
+        }
+    }
+}
+
+impl SceneFile {
+    /// An empty scene with the given arena and defaults everywhere else.
+    pub fn empty(name: impl Into<String>, width: f32, height: f32) -> Self {
+        Self {
+            name: name.into(),
+            seed: default_seed(),
+            dt: default_dt(),
+            substeps: default_substeps(),
+            arena: ArenaSpec {
+                width,
+                height,
+                boundary: true,
+                wall_thickness: default_wall_thickness(),
+            },
+            walls: vec![],
+            boxes: vec![],
+            pens: vec![],
+            dens: vec![],
+            stations: vec![],
+            sonars: vec![],
+            robots: vec![],
+            comms: CommsSpec::default(),
+        }
+    }
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_dt() -> f64 {
+    0.02
+}
+fn default_substeps() -> u32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_wall_thickness() -> f32 {
+    0.1
+}
+fn default_pen_radius() -> f32 {
+    0.03
+}
+fn default_den_radius() -> f32 {
+    0.2
+}
+fn default_station_radius() -> f32 {
+    0.25
+}
+fn default_station_rate() -> f32 {
+    10.0
+}
+fn default_robot_radius() -> f32 {
+    0.1
+}
+fn default_max_speed() -> f32 {
+    0.4
+}
+fn default_max_turn() -> f32 {
+    180.0
+}
+fn default_grip_reach() -> f32 {
+    0.08
+}
+fn default_capacity() -> f32 {
+    100.0
+}
+fn default_idle_drain() -> f32 {
+    0.02
+}
+fn default_move_drain() -> f32 {
+    0.5
+}
+fn default_turn_drain() -> f32 {
+    0.05
+}
+fn default_fov() -> f32 {
+    90.0
+}
+fn default_camera_range() -> f32 {
+    1.5
+}
+fn default_period() -> u32 {
+    1
+}
+fn default_wander_speed() -> f32 {
+    0.8
+}
+fn default_probability() -> f32 {
+    1.0
+}

@@ -1,0 +1,77 @@
+//! `crsim bench`: an arena of N wandering robots (sensing, driving, colliding) among pens, at a
+//! constant density of one robot per square metre, stepped headless.
+
+use std::time::Instant;
+
+use rand::RngExt;
+
+use super::headless::{headless_app, run_in_chunks};
+use crate::scene::SceneSource;
+use crate::scene::schema::{ControllerSpec, PenSpec, RobotSpec, SceneFile};
+
+/// The benchmark arena for `robots` robots: a square grid, one robot per cell of 1 m, a pen at
+/// every fourth cell corner, random headings from `seed`.
+pub fn bench_scene(robots: usize, seed: u64) -> SceneFile {
+    let side = (robots as f32).sqrt().ceil().max(1.0) as usize;
+    let size = side as f32 + 1.0;
+    let mut scene = SceneFile::empty(format!("bench-{robots}"), size, size);
+    scene.seed = seed;
+    let mut rng = super::rng::stream(seed, "bench", 0);
+    for i in 0..robots {
+        let (x, y) = ((i % side) as f32 + 0.5, (i / side) as f32 + 0.5);
+        let mut r = RobotSpec::new(format!("r{i}"), x, y, rng.random_range(-180.0..180.0));
+        r.controller = ControllerSpec::Wander { speed: 0.8 };
+        scene.robots.push(r);
+        if i % 4 == 0 {
+            scene.pens.push(PenSpec {
+                name: format!("p{i}"),
+                pos: (x + 0.5, y + 0.5),
+                radius: 0.03,
+            });
+        }
+    }
+    scene
+}
+
+/// What a benchmark run measured.
+#[derive(Debug, Clone, Copy)]
+pub struct BenchResult {
+    pub robots: usize,
+    pub steps: u64,
+    pub wall_time_s: f64,
+    pub robot_steps_per_s: f64,
+}
+
+/// Builds the arena, then times `steps` steps (scene building excluded).
+pub fn run_bench(
+    robots: usize,
+    steps: u64,
+    seed: u64,
+    mut progress: impl FnMut(u64),
+) -> BenchResult {
+    let mut app = headless_app(bench_scene(robots, seed), SceneSource::Generated);
+    let start = Instant::now();
+    run_in_chunks(&mut app, steps, 10, &mut progress);
+    let wall = start.elapsed().as_secs_f64();
+    BenchResult {
+        robots,
+        steps,
+        wall_time_s: wall,
+        robot_steps_per_s: robots as f64 * steps as f64 / wall.max(1e-9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::validate::validate;
+
+    #[test]
+    fn bench_scenes_are_valid() {
+        for n in [1, 7, 100, 1000] {
+            let s = bench_scene(n, 3);
+            assert_eq!(s.robots.len(), n);
+            assert_eq!(validate(&s), vec![], "{n} robots");
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The egui control panel (presentation only): run control (pause, step, speed, reset), scene
+//! open and reload with load errors, run statistics, and the inspector of the selected robot.
+//! It reads simulation state and writes only commands: clock settings and scene requests.
+
+use std::path::PathBuf;
+
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+
+use crate::render::{PanelWidth, Selection, WorldCamera};
+use crate::robot::{
+    AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor,
+    HomeDen, Odometry, PowerSensor, Robot, pose,
+};
+use crate::scene::hot_reload::reload_from;
+use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus};
+use crate::sim::{SimClock, SimTime, Speed, TrajectoryHash};
+use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
+
+/// Text typed into the "open scene" field.
+#[derive(Resource, Default)]
+struct OpenField(String);
+
+pub fn plugin(app: &mut App) {
+    app.init_resource::<OpenField>()
+        .add_systems(Update, keyboard_shortcuts)
+        .add_systems(
+            EguiPrimaryContextPass,
+            (control_panel, world_labels).chain(),
+        );
+}
+
+/// Label at most this many robots by name (beyond, only the selected one).
+const LABELS_UP_TO: usize = 100;
+
+/// Names of robots and fixed objects, painted over the world view.
+fn world_labels(
+    mut contexts: EguiContexts,
+    camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
+    selection: Res<Selection>,
+    robots: Query<(Entity, &Name, &Transform, &Robot)>,
+    objects: Query<(&Name, &Transform), Or<(With<PenBox>, With<Station>, With<Den>, With<Sonar>)>>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    let (cam, cam_t) = *camera;
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Background,
+        egui::Id::new("world-labels"),
+    ));
+    let font = egui::FontId::proportional(11.0);
+    let label = |world: Vec2, text: &str, colour: egui::Color32| {
+        if let Ok(p) = cam.world_to_viewport(cam_t, world.extend(0.0)) {
+            painter.text(
+                egui::pos2(p.x, p.y),
+                egui::Align2::CENTER_TOP,
+                text,
+                font.clone(),
+                colour,
+            );
+        }
+    };
+    for (name, t) in &objects {
+        label(
+            t.translation.truncate(),
+            name.as_str(),
+            egui::Color32::from_gray(60),
+        );
+    }
+    let all = robots.iter().len() <= LABELS_UP_TO;
+    for (e, name, t, robot) in &robots {
+        if all || selection.0 == Some(e) {
+            let below = t.translation.truncate() - Vec2::Y * robot.radius * 1.2;
+            label(below, name.as_str(), egui::Color32::from_gray(20));
+        }
+    }
+    Ok(())
+}
+
+/// Space pauses or resumes; `.` runs one step while paused.
+fn keyboard_shortcuts(
+    keys: Res<ButtonInput<KeyCode>>,
+    wants: Res<bevy_egui::input::EguiWantsInput>,
+    mut clock: ResMut<SimClock>,
+) {
+    if wants.wants_keyboard_input() {
+        return;
+    }
+    if keys.just_pressed(KeyCode::Space) {
+        clock.paused = !clock.paused;
+    }
+    if keys.just_pressed(KeyCode::Period) && clock.paused {
+        clock.queue_steps(1);
+    }
+}
+
+/// Everything the inspector shows about one robot.
+type RobotView<'a> = (
+    &'a Name,
+    &'a Transform,
+    &'a Robot,
+    &'a DriveCommand,
+    &'a AppliedDrive,
+    &'a Battery,
+    &'a PowerSensor,
+    &'a CameraView,
+    &'a GripSensor,
+    &'a BumpSensor,
+    &'a Odometry,
+    &'a ControllerKind,
+    &'a HomeDen,
+);
+
+fn control_panel(
+    mut contexts: EguiContexts,
+    mut clock: ResMut<SimClock>,
+    time: Res<SimTime>,
+    hash: Res<TrajectoryHash>,
+    active: Option<Res<ActiveScene>>,
+    mut pending: ResMut<PendingScene>,
+    mut status: ResMut<SceneStatus>,
+    mut open: ResMut<OpenField>,
+    mut panel_width: ResMut<PanelWidth>,
+    selection: Res<Selection>,
+    robots: Query<RobotView>,
+    names: Query<&Name>,
+    pens: Query<Has<Boxed>, With<Pen>>,
+    robot_count: Query<(), With<Robot>>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "crsim-root".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    let response = egui::Panel::left("control")
+        .resizable(true)
+        .default_size(320.0)
+        .show(&mut root, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                ui.heading("crsim");
+                scene_section(ui, active.as_deref(), &mut pending, &mut status, &mut open);
+                ui.separator();
+                run_section(
+                    ui,
+                    &mut clock,
+                    &time,
+                    &hash,
+                    active.as_deref(),
+                    &mut pending,
+                );
+                ui.separator();
+                let (total, boxed) = pens
+                    .iter()
+                    .fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
+                ui.label(format!(
+                    "robots: {}   pens boxed: {boxed} / {total}",
+                    robot_count.iter().len()
+                ));
+                ui.separator();
+                inspector(ui, selection.0.and_then(|e| robots.get(e).ok()), &names);
+            });
+        });
+    panel_width.0 = response.response.rect.width();
+    Ok(())
+}
+
+fn scene_section(
+    ui: &mut egui::Ui,
+    active: Option<&ActiveScene>,
+    pending: &mut PendingScene,
+    status: &mut SceneStatus,
+    open: &mut OpenField,
+) {
+    if let Some(a) = active {
+        ui.label(egui::RichText::new(&a.scene.name).strong());
+        ui.label(egui::RichText::new(a.source.label()).small());
+    }
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::TextEdit::singleline(&mut open.0)
+                .hint_text("scenes/explorer.ron")
+                .desired_width(200.0),
+        );
+        if ui.button("Open").clicked() && !open.0.trim().is_empty() {
+            reload_from(&PathBuf::from(open.0.trim()), pending, status);
+        }
+    });
+    if let Some(a) = active
+        && let SceneSource::File(path) = &a.source
+        && ui
+            .button("Reload from file")
+            .on_hover_text("also happens on every save")
+            .clicked()
+    {
+        reload_from(path, pending, status);
+    }
+    if let Some(err) = &status.error {
+        ui.colored_label(
+            egui::Color32::from_rgb(220, 60, 50),
+            "Scene not loaded; the running scene is kept:",
+        );
+        ui.label(
+            egui::RichText::new(err)
+                .monospace()
+                .small()
+                .color(egui::Color32::from_rgb(220, 60, 50)),
+        );
+    } else if let Some(note) = &status.note {
+        ui.label(egui::RichText::new(note).small());
+    }
+}
+
+fn run_section(
+    ui: &mut egui::Ui,
+    clock: &mut SimClock,
+    time: &SimTime,
+    hash: &TrajectoryHash,
+    active: Option<&ActiveScene>,
+    pending: &mut PendingScene,
+) {
+    ui.horizontal(|ui| {
+        let label = if clock.paused {
+            "▶ Resume"
+        } else {
+            "⏸ Pause"
+        };
+        if ui.button(label).on_hover_text("Space").clicked() {
+            clock.paused = !clock.paused;
+        }
+        if ui
+            .add_enabled(clock.paused, egui::Button::new("Step"))
+            .on_hover_text(".")
+            .clicked()
+        {
+            clock.queue_steps(1);
+        }
+        if ui
+            .button("Reset")
+            .on_hover_text("restart the scene from step 0")
+            .clicked()
+            && let Some(a) = active
+        {
+            pending.request(a.scene.clone(), a.source.clone());
+        }
+    });
+    let mut max = clock.speed == Speed::Max;
+    let mut factor = match clock.speed {
+        Speed::Factor(f) => f,
+        Speed::Max => 1.0,
+    };
+    ui.horizontal(|ui| {
+        ui.label("speed");
+        let slider = egui::Slider::new(&mut factor, 0.1..=100.0)
+            .logarithmic(true)
+            .suffix("×");
+        let changed = ui.add_enabled(!max, slider).changed();
+        let toggled = ui.checkbox(&mut max, "max").changed();
+        if changed || toggled {
+            clock.speed = if max {
+                Speed::Max
+            } else {
+                Speed::Factor(factor)
+            };
+        }
+    });
+    egui::Grid::new("stats").num_columns(2).show(ui, |ui| {
+        ui.label("step");
+        ui.label(time.step.to_string());
+        ui.end_row();
+        ui.label("sim time");
+        ui.label(format!("{:.2} s", time.seconds()));
+        ui.end_row();
+        ui.label("steps/s");
+        ui.label(format!(
+            "{:.0} (up to {:.0})",
+            clock.actual_steps_per_s, clock.capacity_steps_per_s
+        ));
+        ui.end_row();
+        ui.label("hash");
+        ui.label(egui::RichText::new(hash.hex()).monospace());
+        ui.end_row();
+    });
+}
+
+fn name_of(names: &Query<&Name>, e: Entity) -> String {
+    names
+        .get(e)
+        .map_or_else(|_| format!("{e}"), |n| n.to_string())
+}
+
+fn inspector(
+    ui: &mut egui::Ui,
+    robot: Option<<RobotView as bevy::ecs::query::QueryData>::Item<'_, '_>>,
+    names: &Query<&Name>,
+) {
+    ui.heading("Inspector");
+    let Some((
+        name,
+        t,
+        robot,
+        cmd,
+        applied,
+        battery,
+        power,
+        camera,
+        grip,
+        bump,
+        odo,
+        controller,
+        den,
+    )) = robot
+    else {
+        ui.label("Click a robot to inspect it.");
+        return;
+    };
+    let (p, heading) = pose(t);
+    ui.label(egui::RichText::new(name.as_str()).strong());
+    egui::Grid::new("robot").num_columns(2).show(ui, |ui| {
+        let mut row = |k: &str, v: String| {
+            ui.label(k);
+            ui.label(v);
+            ui.end_row();
+        };
+        row("controller", format!("{:?}", controller.0));
+        row("den", den.0.map_or("none".into(), |d| name_of(names, d)));
+        row(
+            "pose",
+            format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()),
+        );
+        row(
+            "command",
+            format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()),
+        );
+        row(
+            "applied",
+            format!(
+                "{:.2} m/s, {:.0}°/s",
+                applied.linear,
+                applied.angular.to_degrees()
+            ),
+        );
+        row(
+            "limits",
+            format!(
+                "{:.2} m/s, {:.0}°/s",
+                robot.max_speed,
+                robot.max_turn.to_degrees()
+            ),
+        );
+        row(
+            "battery",
+            format!(
+                "{:.1} / {:.0} ({:.0}%){}",
+                battery.charge,
+                battery.capacity,
+                power.level * 100.0,
+                if power.charging { ", charging" } else { "" }
+            ),
+        );
+        row(
+            "holding",
+            grip.holding.map_or("nothing".into(), |e| name_of(names, e)),
+        );
+        row(
+            "pen in reach",
+            grip.pen_in_reach
+                .map_or("none".into(), |e| name_of(names, e)),
+        );
+        let touching: Vec<String> = bump.touching.iter().map(|&e| name_of(names, e)).collect();
+        row(
+            "bump",
+            if touching.is_empty() {
+                "clear".into()
+            } else {
+                touching.join(", ")
+            },
+        );
+        row("collisions", odo.collisions.to_string());
+        row("distance", format!("{:.2} m", odo.distance));
+    });
+    ui.label(format!(
+        "camera (step {}): {} seen",
+        camera.step,
+        camera.seen.len()
+    ));
+    for s in camera.seen.iter().take(12) {
+        let kind = match s.kind {
+            Seeable::Pen => "pen",
+            Seeable::Box => "box",
+            Seeable::Station => "station",
+            Seeable::Robot => "robot",
+        };
+        ui.label(
+            egui::RichText::new(format!(
+                "  {kind:<7} {:<10} {:5.2} m {:+5.0}°",
+                name_of(names, s.entity),
+                s.distance,
+                s.bearing.to_degrees()
+            ))
+            .monospace()
+            .small(),
+        );
+    }
+}

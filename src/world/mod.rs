@@ -1,0 +1,236 @@
+//! The static world and its passive objects: arena, walls, boxes, pens, dens, charging
+//! stations and sonars, each an entity with a rapier collider where it is solid or sensed.
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+
+use crate::scene::schema::{
+    BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec,
+};
+use crate::scene::{SceneEntity, validate::all_walls};
+use crate::sim::SimSet;
+
+mod sonar;
+
+pub use sonar::{Sonar, SonarEcho};
+
+/// Collision groups, so spatial queries can ask for one kind of object.
+pub mod groups {
+    use bevy_rapier2d::prelude::Group;
+    pub const WALL: Group = Group::GROUP_1;
+    pub const BOX: Group = Group::GROUP_2;
+    pub const PEN: Group = Group::GROUP_3;
+    pub const ROBOT: Group = Group::GROUP_4;
+    pub const STATION: Group = Group::GROUP_5;
+}
+
+/// The floor's size; the arena spans `0..width × 0..height`.
+#[derive(Resource, Debug, Clone, Copy, PartialEq)]
+pub struct Arena {
+    pub width: f32,
+    pub height: f32,
+}
+
+/// A wall segment (a fixed rectangle).
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Wall {
+    pub size: Vec2,
+}
+
+/// A box (the seed's "Box" subject): solid for robots; a pen released over it drops inside.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct PenBox {
+    pub size: Vec2,
+    /// Pens dropped into this box so far.
+    pub pens: u32,
+}
+
+/// A pen: a small dynamic body that can be pushed, gripped, carried and boxed.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Pen {
+    pub radius: f32,
+}
+
+/// A pen held by a robot's gripper: out of the physics world, carried in front of the robot.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Held {
+    pub by: Entity,
+}
+
+/// A pen dropped into a box: out of the physics world for good.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Boxed {
+    pub container: Entity,
+}
+
+/// A robot's den: a refuge on the floor by a wall.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Den {
+    pub radius: f32,
+}
+
+/// A charging pad; robots overlapping it charge at `rate` units per second.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct Station {
+    pub radius: f32,
+    pub rate: f32,
+}
+
+/// What a robot's camera can recognise.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seeable {
+    Pen,
+    Box,
+    Station,
+    Robot,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_message::<SonarEcho>()
+        .insert_resource(Arena {
+            width: 1.0,
+            height: 1.0,
+        })
+        .add_systems(FixedUpdate, sonar::sense_sonars.in_set(SimSet::Sense));
+}
+
+fn v(p: (f32, f32)) -> Vec2 {
+    Vec2::new(p.0, p.1)
+}
+
+/// A transform at a 2D position and rotation.
+pub fn transform2d(pos: Vec2, angle: f32) -> Transform {
+    Transform::from_translation(pos.extend(0.0)).with_rotation(Quat::from_rotation_z(angle))
+}
+
+/// Spawns everything but the robots, in scene order (walls, boxes, pens, dens, stations,
+/// sonars). Returns the den entities by name for the robots to refer to.
+pub fn spawn_world(world: &mut World, scene: &SceneFile) -> Vec<(String, Entity)> {
+    world.insert_resource(Arena {
+        width: scene.arena.width,
+        height: scene.arena.height,
+    });
+    for wall in all_walls(scene) {
+        spawn_wall(world, &wall);
+    }
+    for b in &scene.boxes {
+        spawn_box(world, b);
+    }
+    for p in &scene.pens {
+        spawn_pen(world, p);
+    }
+    let dens = scene
+        .dens
+        .iter()
+        .map(|d| (d.name.clone(), spawn_den(world, d)))
+        .collect();
+    for s in &scene.stations {
+        spawn_station(world, s);
+    }
+    for s in &scene.sonars {
+        spawn_sonar(world, s);
+    }
+    dens
+}
+
+fn solid(members: Group) -> CollisionGroups {
+    CollisionGroups::new(members, Group::ALL)
+}
+
+fn spawn_wall(world: &mut World, w: &WallSpec) -> Entity {
+    let (from, to) = (v(w.from), v(w.to));
+    let d = to - from;
+    let size = Vec2::new(d.length() + w.thickness, w.thickness);
+    world
+        .spawn((
+            Name::new(w.name.clone()),
+            SceneEntity,
+            Wall { size },
+            transform2d((from + to) / 2.0, d.y.atan2(d.x)),
+            RigidBody::Fixed,
+            Collider::cuboid(size.x / 2.0, size.y / 2.0),
+            solid(groups::WALL),
+            Friction::coefficient(0.0),
+        ))
+        .id()
+}
+
+fn spawn_box(world: &mut World, b: &BoxSpec) -> Entity {
+    let size = v(b.size);
+    world
+        .spawn((
+            Name::new(b.name.clone()),
+            SceneEntity,
+            PenBox { size, pens: 0 },
+            Seeable::Box,
+            transform2d(v(b.center), b.angle.to_radians()),
+            RigidBody::Fixed,
+            Collider::cuboid(size.x / 2.0, size.y / 2.0),
+            solid(groups::BOX),
+            Friction::coefficient(0.0),
+        ))
+        .id()
+}
+
+fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
+    world
+        .spawn((
+            Name::new(p.name.clone()),
+            SceneEntity,
+            Pen { radius: p.radius },
+            Seeable::Pen,
+            transform2d(v(p.pos), 0.0),
+            RigidBody::Dynamic,
+            Collider::ball(p.radius),
+            ColliderMassProperties::Density(50.0),
+            // Floor friction: a pushed pen slides a little and stops.
+            Damping {
+                linear_damping: 6.0,
+                angular_damping: 6.0,
+            },
+            Velocity::zero(),
+            solid(groups::PEN),
+        ))
+        .id()
+}
+
+fn spawn_den(world: &mut World, d: &DenSpec) -> Entity {
+    world
+        .spawn((
+            Name::new(d.name.clone()),
+            SceneEntity,
+            Den { radius: d.radius },
+            transform2d(v(d.pos), 0.0),
+        ))
+        .id()
+}
+
+fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
+    world
+        .spawn((
+            Name::new(s.name.clone()),
+            SceneEntity,
+            Station {
+                radius: s.radius,
+                rate: s.rate,
+            },
+            Seeable::Station,
+            transform2d(v(s.pos), 0.0),
+            Collider::ball(s.radius),
+            Sensor,
+            CollisionGroups::new(groups::STATION, groups::ROBOT),
+        ))
+        .id()
+}
+
+fn spawn_sonar(world: &mut World, s: &SonarSpec) -> Entity {
+    let axis = Vec2::from_angle(s.axis.to_radians());
+    world
+        .spawn((
+            Name::new(s.name.clone()),
+            SceneEntity,
+            Sonar::new(axis, s.width, s.range),
+            transform2d(v(s.pos), s.axis.to_radians()),
+        ))
+        .id()
+}

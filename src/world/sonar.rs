@@ -1,0 +1,119 @@
+//! Sonars: a fixed beam along an axis that reports every robot entering it, with its distance
+//! along the beam. The beam runs from the sonar to its range or the first wall or box.
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+
+use super::groups;
+use crate::robot::Robot;
+use crate::sim::SimTime;
+
+/// A sonar and its current reading.
+#[derive(Component, Debug, Clone)]
+pub struct Sonar {
+    /// Unit vector the beam points along.
+    pub axis: Vec2,
+    pub width: f32,
+    /// Maximum range, metres; `None` reaches the first obstacle.
+    pub range: Option<f32>,
+    /// Length of the beam this step (range cut by the first wall or box).
+    pub beam_length: f32,
+    /// Robots in the beam, in detection order, with their distance along the beam.
+    pub inside: Vec<(Entity, f32)>,
+    /// Robots that entered the beam so far.
+    pub detections: u32,
+}
+
+impl Sonar {
+    pub fn new(axis: Vec2, width: f32, range: Option<f32>) -> Self {
+        Self {
+            axis,
+            width,
+            range,
+            beam_length: 0.0,
+            inside: vec![],
+            detections: 0,
+        }
+    }
+}
+
+/// A robot entered a sonar's beam.
+#[derive(Message, Debug, Clone, Copy, PartialEq)]
+pub struct SonarEcho {
+    pub sonar: Entity,
+    pub robot: Entity,
+    /// Distance from the sonar along the beam axis, metres.
+    pub distance: f32,
+    pub step: u64,
+}
+
+/// How far any beam may reach when unlimited: far beyond any sane arena.
+const MAX_BEAM: f32 = 1.0e4;
+
+pub(super) fn sense_sonars(
+    rapier: ReadRapierContext,
+    time: Res<SimTime>,
+    mut sonars: Query<(Entity, &Transform, &mut Sonar)>,
+    robots: Query<&Transform, With<Robot>>,
+    mut echoes: MessageWriter<SonarEcho>,
+) {
+    let Ok(ctx) = rapier.single() else { return };
+    for (entity, transform, mut sonar) in &mut sonars {
+        let origin = transform.translation.truncate();
+        let range = sonar.range.unwrap_or(MAX_BEAM);
+        // A sonar usually sits in a wall: ignore whatever contains its own position.
+        let mut containing = Vec::new();
+        ctx.intersect_point(origin, QueryFilter::only_fixed().exclude_sensors(), |e| {
+            containing.push(e);
+            true
+        });
+        let not_containing = |e: Entity| !containing.contains(&e);
+        let blockers = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
+        let filter = QueryFilter::only_fixed()
+            .exclude_sensors()
+            .groups(blockers)
+            .predicate(&not_containing);
+        let length = ctx
+            .cast_ray(origin, sonar.axis, range, true, filter)
+            .map_or(range, |(_, toi)| toi);
+        sonar.beam_length = length;
+        if length <= 0.0 {
+            sonar.inside.clear();
+            continue;
+        }
+        let beam = Collider::cuboid(length / 2.0, sonar.width / 2.0);
+        let center = origin + sonar.axis * length / 2.0;
+        let angle = sonar.axis.y.atan2(sonar.axis.x);
+        let mut now: Vec<Entity> = Vec::new();
+        ctx.intersect_shape(
+            center,
+            angle,
+            &*beam.raw,
+            QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::ROBOT)),
+            |e| {
+                if robots.contains(e) {
+                    now.push(e);
+                }
+                true
+            },
+        );
+        now.sort();
+        let previous = std::mem::take(&mut sonar.inside);
+        for robot in now {
+            let Ok(pose) = robots.get(robot) else {
+                continue;
+            };
+            let distance = (pose.translation.truncate() - origin).dot(sonar.axis);
+            if !previous.iter().any(|(e, _)| *e == robot) {
+                sonar.detections += 1;
+                echoes.write(SonarEcho {
+                    sonar: entity,
+                    robot,
+                    distance,
+                    step: time.step,
+                });
+            }
+            sonar.inside.push((robot, distance));
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The `crsim` binary as a user runs it: `check`, `run`, `bench`, bad arguments, and the GUI
+//! smoke test (ignored by default; `.ci/run` runs it under Xvfb).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn crsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("crsim runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("crsim-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn hash_line(out: &str) -> String {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("hash: "))
+        .unwrap_or_else(|| panic!("no hash line in\n{out}"));
+    let hash = line["hash: ".len()..].trim().to_string();
+    assert_eq!(hash.len(), 16, "{line}");
+    assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
+    hash
+}
+
+#[test]
+fn check_accepts_the_shipped_scenes() {
+    let out = crsim(&[
+        "check",
+        "scenes/explorer.ron",
+        "scenes/pens.ron",
+        "scenes/swarm.ron",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with(": ok")).count(),
+        3,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_every_bad_file_and_fails() {
+    let dir = temp_dir("check");
+    let syntax = dir.join("syntax.ron");
+    std::fs::write(
+        &syntax,
+        "(\n  name: \"x\",\n  arena: (width: 2.0 height: 1.0),\n)\n",
+    )
+    .unwrap();
+    let semantic = dir.join("semantic.ron");
+    std::fs::write(
+        &semantic,
+        "(name: \"x\", arena: (width: 2.0, height: 1.0), dens: [(name: \"d\", pos: (1.0, 0.5))],
+          robots: [(name: \"a\", pose: (0.5, 0.5, 0.0)), (name: \"a\", pose: (1.5, 0.5, 0.0), den: \"nest\")])",
+    )
+    .unwrap();
+    let s = syntax.to_string_lossy().to_string();
+    let m = semantic.to_string_lossy().to_string();
+    let out = crsim(&["check", &s, "scenes/pens.ron", &m, "/no/such.ron"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains(&format!("{s}:3:")), "{all}");
+    assert!(all.contains("scenes/pens.ron: ok"), "{all}");
+    assert!(
+        all.contains(&format!("{m}: robot \"a\": duplicate name")),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("{m}: robot \"a\": den \"nest\" does not exist")),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("{m}: den \"d\": not near a wall")),
+        "{all}"
+    );
+    assert!(all.contains("/no/such.ron: cannot read"), "{all}");
+    assert!(all.contains("3 of 4 scene files have errors"), "{all}");
+}
+
+#[test]
+fn run_prints_a_summary_and_writes_metrics() {
+    let dir = temp_dir("run");
+    let json = dir.join("m.json");
+    let j = json.to_string_lossy().to_string();
+    let out = crsim(&["run", "scenes/explorer.ron", "--steps", "300", "--out", &j]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let hash = hash_line(&stdout);
+    assert!(stdout.contains("steps: 300"), "{stdout}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(m["steps"], 300);
+    assert_eq!(m["hash"], hash.as_str());
+    assert!((m["sim_time_s"].as_f64().unwrap() - 6.0).abs() < 1e-9);
+    assert!(m["wall_time_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(m["robots"][0]["name"], "explorer");
+    for key in ["distance_m", "collisions", "battery"] {
+        assert!(m["robots"][0].get(key).is_some(), "{key}");
+    }
+    // Same again: same hash. Another seed: the wanderer takes other turns.
+    let again = crsim(&["run", "scenes/explorer.ron", "--steps", "300"]);
+    assert_eq!(hash_line(&String::from_utf8_lossy(&again.stdout)), hash);
+    let seeded = crsim(&[
+        "run",
+        "scenes/explorer.ron",
+        "--steps",
+        "3000",
+        "--seed",
+        "5",
+    ]);
+    let base = crsim(&["run", "scenes/explorer.ron", "--steps", "3000"]);
+    assert_ne!(
+        hash_line(&String::from_utf8_lossy(&seeded.stdout)),
+        hash_line(&String::from_utf8_lossy(&base.stdout))
+    );
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let out = crsim(&["run", "scenes/nope.ron", "--steps", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("scenes/nope.ron: cannot read"),
+        "{}",
+        text(&out)
+    );
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "ten"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("invalid value 'ten'"), "{}", text(&out));
+    let out = crsim(&["bench", "--robots", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = crsim(&["check"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!text(&out).contains("panicked"));
+}
+
+#[test]
+fn bench_reports_robot_steps_per_second() {
+    let out = crsim(&["bench", "--robots", "50", "--steps", "20"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("robot_steps_per_s: "))
+        .expect("rate line");
+    let rate: f64 = line["robot_steps_per_s: ".len()..].trim().parse().unwrap();
+    assert!(rate > 0.0);
+}
+
+/// Launches the real app under Xvfb (software rendering), renders the default scene, saves a
+/// screenshot and checks it is a real picture: the arena and the panel, not a blank window.
+/// Then checks the app's trajectory equals a headless run of the same number of steps.
+#[test]
+#[ignore = "needs Xvfb and Mesa; run by .ci/run"]
+fn gui_smoke_screenshot() {
+    let dir = temp_dir("gui");
+    let png = dir.join("shot.png");
+    let p = png.to_string_lossy().to_string();
+    let out = Command::new("xvfb-run")
+        .args([
+            "-a",
+            "-s",
+            "-screen 0 1280x800x24",
+            env!("CARGO_BIN_EXE_crsim"),
+            "scenes/pens.ron",
+            "--screenshot",
+            &p,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("xvfb-run is installed");
+    assert!(out.status.success(), "{}", text(&out));
+    let (w, h, pixels) = read_png(&png);
+    assert!(w >= 640 && h >= 400, "{w}x{h}");
+    // Not blank: many distinct colours, the floor's colour over a large area, the panel's dark
+    // grey on the left.
+    let mut colours = std::collections::BTreeSet::new();
+    let mut floor = 0usize;
+    for px in pixels.chunks(3) {
+        colours.insert((px[0], px[1], px[2]));
+        if px[0] > 200 && px[1] > 200 && px[2] > 180 {
+            floor += 1;
+        }
+    }
+    assert!(colours.len() > 50, "only {} colours", colours.len());
+    assert!(
+        floor > pixels.len() / 3 / 5,
+        "floor covers too little: {floor}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("app stopped at step "))
+        .expect("step line");
+    let step: u64 = line["app stopped at step ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(step > 0);
+    let run = crsim(&["run", "scenes/pens.ron", "--steps", &step.to_string()]);
+    assert_eq!(
+        hash_line(&stdout),
+        hash_line(&String::from_utf8_lossy(&run.stdout)),
+        "app and headless differ"
+    );
+}
+
+fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(path).expect("screenshot written"),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    let rgb = match info.color_type {
+        png::ColorType::Rgb => buf,
+        png::ColorType::Rgba => buf.chunks(4).flat_map(|p| [p[0], p[1], p[2]]).collect(),
+        other => panic!("unexpected colour type {other:?}"),
+    };
+    (info.width, info.height, rgb)
+}
