@@ -6,10 +6,12 @@
 
 use bevy::prelude::*;
 
+pub mod botlink;
 pub mod render;
 pub mod robot;
 pub mod scene;
 pub mod sim;
+pub mod skills;
 pub mod ui;
 pub mod world;
 
@@ -26,6 +28,8 @@ impl Plugin for SimPlugin {
         scene::plugin(app);
         world::plugin(app);
         robot::plugin(app);
+        skills::plugin(app);
+        botlink::plugin(app);
     }
 }
 
@@ -40,19 +44,13 @@ pub struct AppPlugin {
 impl Plugin for AppPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins(DefaultPlugins.set(WindowPlugin {
-            primary_window: Some(Window {
-                title: "crsim".into(),
-                resolution: (1280, 800).into(),
-                ..default()
-            }),
+            primary_window: Some(Window { title: "crsim".into(), resolution: (1280, 800).into(), ..default() }),
             ..default()
         }))
         .add_plugins(bevy_egui::EguiPlugin::default())
         .add_plugins(SimPlugin)
         .insert_resource(sim::SimClock::real_time());
-        app.world_mut()
-            .resource_mut::<PendingScene>()
-            .request(self.scene.clone(), self.source.clone());
+        app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
         scene::hot_reload::plugin(app);
         render::plugin(app);
         ui::plugin(app);

@@ -66,18 +66,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames))),
-        Some(Command::Run {
-            scene,
-            steps,
-            seed,
-            out,
-        }) => run(&scene, steps, seed, out.as_deref()),
+        Some(Command::Run { scene, steps, seed, out }) => run(&scene, steps, seed, out.as_deref()),
         Some(Command::Check { files }) => check(&files),
-        Some(Command::Bench {
-            robots,
-            steps,
-            seed,
-        }) => bench(robots, steps, seed),
+        Some(Command::Bench { robots, steps, seed }) => bench(robots, steps, seed),
     }
 }
 
@@ -96,26 +87,14 @@ fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>) -> ExitC
         },
         None => (default_scene(), SceneSource::BuiltIn),
     };
-    let exit = App::new()
-        .add_plugins(crsim::AppPlugin {
-            scene,
-            source,
-            screenshot,
-        })
-        .run();
-    if exit.is_success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot }).run();
+    if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
     // Hidden automatically when stderr is not a terminal.
     let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
-    {
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}") {
         bar.set_style(style);
     }
     bar

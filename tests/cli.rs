@@ -13,11 +13,7 @@ fn crsim(args: &[&str]) -> Output {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -27,10 +23,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn hash_line(out: &str) -> String {
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("hash: "))
-        .unwrap_or_else(|| panic!("no hash line in\n{out}"));
+    let line = out.lines().find(|l| l.starts_with("hash: ")).unwrap_or_else(|| panic!("no hash line in\n{out}"));
     let hash = line["hash: ".len()..].trim().to_string();
     assert_eq!(hash.len(), 16, "{line}");
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
@@ -39,30 +32,17 @@ fn hash_line(out: &str) -> String {
 
 #[test]
 fn check_accepts_the_shipped_scenes() {
-    let out = crsim(&[
-        "check",
-        "scenes/explorer.ron",
-        "scenes/pens.ron",
-        "scenes/swarm.ron",
-    ]);
+    let out = crsim(&["check", "scenes/explorer.ron", "scenes/pens.ron", "scenes/swarm.ron"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        stdout.lines().filter(|l| l.ends_with(": ok")).count(),
-        3,
-        "{stdout}"
-    );
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 3, "{stdout}");
 }
 
 #[test]
 fn check_reports_every_bad_file_and_fails() {
     let dir = temp_dir("check");
     let syntax = dir.join("syntax.ron");
-    std::fs::write(
-        &syntax,
-        "(\n  name: \"x\",\n  arena: (width: 2.0 height: 1.0),\n)\n",
-    )
-    .unwrap();
+    std::fs::write(&syntax, "(\n  name: \"x\",\n  arena: (width: 2.0 height: 1.0),\n)\n").unwrap();
     let semantic = dir.join("semantic.ron");
     std::fs::write(
         &semantic,
@@ -77,18 +57,9 @@ fn check_reports_every_bad_file_and_fails() {
     let all = text(&out);
     assert!(all.contains(&format!("{s}:3:")), "{all}");
     assert!(all.contains("scenes/pens.ron: ok"), "{all}");
-    assert!(
-        all.contains(&format!("{m}: robot \"a\": duplicate name")),
-        "{all}"
-    );
-    assert!(
-        all.contains(&format!("{m}: robot \"a\": den \"nest\" does not exist")),
-        "{all}"
-    );
-    assert!(
-        all.contains(&format!("{m}: den \"d\": not near a wall")),
-        "{all}"
-    );
+    assert!(all.contains(&format!("{m}: robot \"a\": duplicate name")), "{all}");
+    assert!(all.contains(&format!("{m}: robot \"a\": den \"nest\" does not exist")), "{all}");
+    assert!(all.contains(&format!("{m}: den \"d\": not near a wall")), "{all}");
     assert!(all.contains("/no/such.ron: cannot read"), "{all}");
     assert!(all.contains("3 of 4 scene files have errors"), "{all}");
 }
@@ -103,8 +74,7 @@ fn run_prints_a_summary_and_writes_metrics() {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let hash = hash_line(&stdout);
     assert!(stdout.contains("steps: 300"), "{stdout}");
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(m["steps"], 300);
     assert_eq!(m["hash"], hash.as_str());
     assert!((m["sim_time_s"].as_f64().unwrap() - 6.0).abs() < 1e-9);
@@ -116,30 +86,16 @@ fn run_prints_a_summary_and_writes_metrics() {
     // Same again: same hash. Another seed: the wanderer takes other turns.
     let again = crsim(&["run", "scenes/explorer.ron", "--steps", "300"]);
     assert_eq!(hash_line(&String::from_utf8_lossy(&again.stdout)), hash);
-    let seeded = crsim(&[
-        "run",
-        "scenes/explorer.ron",
-        "--steps",
-        "3000",
-        "--seed",
-        "5",
-    ]);
+    let seeded = crsim(&["run", "scenes/explorer.ron", "--steps", "3000", "--seed", "5"]);
     let base = crsim(&["run", "scenes/explorer.ron", "--steps", "3000"]);
-    assert_ne!(
-        hash_line(&String::from_utf8_lossy(&seeded.stdout)),
-        hash_line(&String::from_utf8_lossy(&base.stdout))
-    );
+    assert_ne!(hash_line(&String::from_utf8_lossy(&seeded.stdout)), hash_line(&String::from_utf8_lossy(&base.stdout)));
 }
 
 #[test]
 fn bad_arguments_are_clear_errors() {
     let out = crsim(&["run", "scenes/nope.ron", "--steps", "10"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out).contains("scenes/nope.ron: cannot read"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains("scenes/nope.ron: cannot read"), "{}", text(&out));
     let out = crsim(&["run", "scenes/pens.ron", "--steps", "ten"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("invalid value 'ten'"), "{}", text(&out));
@@ -155,10 +111,7 @@ fn bench_reports_robot_steps_per_second() {
     let out = crsim(&["bench", "--robots", "50", "--steps", "20"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("robot_steps_per_s: "))
-        .expect("rate line");
+    let line = stdout.lines().find(|l| l.starts_with("robot_steps_per_s: ")).expect("rate line");
     let rate: f64 = line["robot_steps_per_s: ".len()..].trim().parse().unwrap();
     assert!(rate > 0.0);
 }
@@ -173,15 +126,7 @@ fn gui_smoke_screenshot() {
     let png = dir.join("shot.png");
     let p = png.to_string_lossy().to_string();
     let out = Command::new("xvfb-run")
-        .args([
-            "-a",
-            "-s",
-            "-screen 0 1280x800x24",
-            env!("CARGO_BIN_EXE_crsim"),
-            "scenes/pens.ron",
-            "--screenshot",
-            &p,
-        ])
+        .args(["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim"), "scenes/pens.ron", "--screenshot", &p])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("xvfb-run is installed");
@@ -199,34 +144,17 @@ fn gui_smoke_screenshot() {
         }
     }
     assert!(colours.len() > 50, "only {} colours", colours.len());
-    assert!(
-        floor > pixels.len() / 3 / 5,
-        "floor covers too little: {floor}"
-    );
+    assert!(floor > pixels.len() / 3 / 5, "floor covers too little: {floor}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("app stopped at step "))
-        .expect("step line");
-    let step: u64 = line["app stopped at step ".len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let line = stdout.lines().find(|l| l.starts_with("app stopped at step ")).expect("step line");
+    let step: u64 = line["app stopped at step ".len()..].split_whitespace().next().unwrap().parse().unwrap();
     assert!(step > 0);
     let run = crsim(&["run", "scenes/pens.ron", "--steps", &step.to_string()]);
-    assert_eq!(
-        hash_line(&stdout),
-        hash_line(&String::from_utf8_lossy(&run.stdout)),
-        "app and headless differ"
-    );
+    assert_eq!(hash_line(&stdout), hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ");
 }
 
 fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(path).expect("screenshot written"),
-    ));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).expect("screenshot written")));
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut buf).unwrap();

@@ -4,14 +4,13 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, RigidBodyDisabled};
 
-use crsim::robot::{
-    Battery, BumpSensor, CameraView, DriveCommand, GripCommand, Gripper, Odometry, Robot, pose,
-};
+use crsim::robot::{Battery, BumpSensor, CameraView, Gripper, Odometry, Robot, pose};
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource, load_scene_file};
 use crsim::sim::headless::{headless_app, run_steps};
 use crsim::sim::report::build_report;
 use crsim::sim::{SimClock, SimTime, TrajectoryHash};
+use crsim::skills::{Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crsim::world::{Boxed, Held, PenBox, Seeable, Sonar, SonarEcho};
 
 fn app(scene: SceneFile) -> App {
@@ -21,10 +20,7 @@ fn app(scene: SceneFile) -> App {
 fn named(app: &mut App, name: &str) -> Entity {
     let world = app.world_mut();
     let mut q = world.query::<(Entity, &Name)>();
-    q.iter(world)
-        .find(|(_, n)| n.as_str() == name)
-        .map(|(e, _)| e)
-        .unwrap_or_else(|| panic!("no entity {name}"))
+    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
 }
 
 fn get<C: Component + Clone>(app: &App, e: Entity) -> C {
@@ -46,32 +42,18 @@ fn robot(name: &str, x: f32, y: f32, heading: f32, controller: ControllerSpec) -
 }
 
 fn scene_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)
 }
 
 #[test]
 fn robot_driving_into_a_wall_stops_and_bumps() {
     let mut s = room(2.0, 1.0);
-    s.robots.push(robot(
-        "r",
-        0.5,
-        0.5,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.3,
-            angular: 0.0,
-        },
-    ));
+    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
     let mut app = app(s);
     let r = named(&mut app, "r");
     let wall = named(&mut app, "wallRight");
     run_steps(&mut app, 50);
-    assert!(
-        !get::<BumpSensor>(&app, r).is_touching(),
-        "still in the open after 1 s"
-    );
+    assert!(!get::<BumpSensor>(&app, r).is_touching(), "still in the open after 1 s");
     run_steps(&mut app, 350);
     let p = position(&app, r);
     // The body's edge is at the wall (x = 2.0), within rapier's contact tolerance.
@@ -88,30 +70,12 @@ fn robot_driving_into_a_wall_stops_and_bumps() {
 #[test]
 fn bump_events_name_the_obstacle() {
     let mut s = room(2.0, 1.0);
-    s.boxes.push(BoxSpec {
-        name: "block".into(),
-        center: (1.5, 0.5),
-        size: (0.2, 0.6),
-        angle: 0.0,
-    });
-    s.robots.push(robot(
-        "r",
-        0.5,
-        0.5,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.4,
-            angular: 0.0,
-        },
-    ));
+    s.boxes.push(BoxSpec { name: "block".into(), center: (1.5, 0.5), size: (0.2, 0.6), angle: 0.0 });
+    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
     let mut app = app(s);
     let block = named(&mut app, "block");
-    app.world_mut()
-        .init_resource::<Messages<crsim::robot::BumpEvent>>();
-    let mut cursor = app
-        .world()
-        .resource::<Messages<crsim::robot::BumpEvent>>()
-        .get_cursor();
+    app.world_mut().init_resource::<Messages<crsim::robot::BumpEvent>>();
+    let mut cursor = app.world().resource::<Messages<crsim::robot::BumpEvent>>().get_cursor();
     let mut seen = Vec::new();
     for _ in 0..20 {
         run_steps(&mut app, 10);
@@ -124,16 +88,7 @@ fn bump_events_name_the_obstacle() {
 #[test]
 fn drive_commands_are_limited_to_the_robots_maxima() {
     let mut s = room(6.0, 2.0);
-    let mut r = robot(
-        "r",
-        0.5,
-        1.0,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 5.0,
-            angular: 0.0,
-        },
-    );
+    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 5.0, angular: 0.0 });
     r.max_speed = 0.5;
     s.robots.push(r);
     let mut app = app(s);
@@ -147,53 +102,33 @@ fn drive_commands_are_limited_to_the_robots_maxima() {
 #[test]
 fn turning_in_place_follows_the_turn_rate() {
     let mut s = room(2.0, 2.0);
-    s.robots.push(robot(
-        "r",
-        1.0,
-        1.0,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.0,
-            angular: 45.0,
-        },
-    ));
+    s.robots.push(robot("r", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 45.0 }));
     let mut app = app(s);
     let r = named(&mut app, "r");
     run_steps(&mut app, 100);
     let (p, heading) = pose(app.world().get::<Transform>(r).unwrap());
-    assert!(
-        (heading.to_degrees() - 90.0).abs() < 1.0,
-        "heading {}",
-        heading.to_degrees()
-    );
+    assert!((heading.to_degrees() - 90.0).abs() < 1.0, "heading {}", heading.to_degrees());
     assert!(p.distance(Vec2::new(1.0, 1.0)) < 1e-3);
 }
 
 fn gripper_scene() -> SceneFile {
     let mut s = room(3.0, 2.0);
-    s.pens.push(PenSpec {
-        name: "pen".into(),
-        pos: (0.65, 1.0),
-        radius: 0.03,
-    });
-    s.boxes.push(BoxSpec {
-        name: "bin".into(),
-        center: (2.5, 1.0),
-        size: (0.4, 0.6),
-        angle: 0.0,
-    });
-    s.robots
-        .push(robot("r", 0.5, 1.0, 0.0, ControllerSpec::Idle));
+    s.pens.push(PenSpec { name: "pen".into(), pos: (0.65, 1.0), radius: 0.03 });
+    s.boxes.push(BoxSpec { name: "bin".into(), center: (2.5, 1.0), size: (0.4, 0.6), angle: 0.0 });
+    s.robots.push(robot("r", 0.5, 1.0, 0.0, ControllerSpec::Idle));
     s
 }
 
+/// Drives and grips through the skill system, as every controller does.
 fn command(app: &mut App, r: Entity, linear: f32, close: bool) {
-    let mut e = app.world_mut().entity_mut(r);
-    *e.get_mut::<DriveCommand>().unwrap() = DriveCommand {
-        linear,
-        angular: 0.0,
-    };
-    e.get_mut::<GripCommand>().unwrap().close = close;
+    let mut facade = SkillFacade::new();
+    facade.set(Velocity { linear, angular: 0.0 }).unwrap();
+    if close {
+        facade.set(Grip).unwrap();
+    } else {
+        facade.set(Release).unwrap();
+    }
+    app.world_mut().get_mut::<SkillRequest>(r).unwrap().0 = Some(facade);
 }
 
 #[test]
@@ -201,10 +136,7 @@ fn gripper_picks_up_a_pen_carries_it_and_puts_it_down() {
     let mut app = app(gripper_scene());
     let (r, pen) = (named(&mut app, "r"), named(&mut app, "pen"));
     run_steps(&mut app, 2);
-    assert_eq!(
-        get::<crsim::robot::GripSensor>(&app, r).pen_in_reach,
-        Some(pen)
-    );
+    assert_eq!(get::<crsim::robot::GripSensor>(&app, r).pen_in_reach, Some(pen));
     command(&mut app, r, 0.0, true);
     run_steps(&mut app, 2);
     assert_eq!(get::<Gripper>(&app, r).holding, Some(pen));
@@ -217,10 +149,7 @@ fn gripper_picks_up_a_pen_carries_it_and_puts_it_down() {
     run_steps(&mut app, 2);
     let rx = position(&app, r).x;
     assert!((rx - 1.0).abs() < 0.02, "robot at {rx}");
-    assert!(
-        (position(&app, pen).x - (rx + 0.14)).abs() < 0.01,
-        "pen rides in front"
-    );
+    assert!((position(&app, pen).x - (rx + 0.14)).abs() < 0.01, "pen rides in front");
     // Open: the pen is back on the floor, in the physics world, where it was put down.
     command(&mut app, r, 0.0, false);
     run_steps(&mut app, 2);
@@ -237,11 +166,7 @@ fn gripper_picks_up_a_pen_carries_it_and_puts_it_down() {
 #[test]
 fn a_pen_released_over_a_box_is_boxed() {
     let mut app = app(gripper_scene());
-    let (r, pen, bin) = (
-        named(&mut app, "r"),
-        named(&mut app, "pen"),
-        named(&mut app, "bin"),
-    );
+    let (r, pen, bin) = (named(&mut app, "r"), named(&mut app, "pen"), named(&mut app, "bin"));
     command(&mut app, r, 0.0, true);
     run_steps(&mut app, 2);
     assert_eq!(get::<Gripper>(&app, r).holding, Some(pen));
@@ -254,10 +179,7 @@ fn a_pen_released_over_a_box_is_boxed() {
     assert_eq!(get::<Boxed>(&app, pen).container, bin);
     assert_eq!(get::<PenBox>(&app, bin).pens, 1);
     let report = build_report(app.world_mut(), 0.0);
-    assert_eq!(
-        (report.pens.total, report.pens.boxed, report.pens.held),
-        (1, 1, 0)
-    );
+    assert_eq!((report.pens.total, report.pens.boxed, report.pens.held), (1, 1, 0));
 }
 
 #[test]
@@ -274,29 +196,10 @@ fn a_closed_gripper_with_nothing_in_reach_holds_nothing() {
 #[test]
 fn battery_drains_with_motion_and_charges_at_a_station() {
     let mut s = room(3.0, 2.0);
-    s.stations.push(StationSpec {
-        name: "charger".into(),
-        pos: (2.5, 1.0),
-        radius: 0.3,
-        rate: 5.0,
-    });
-    let mut spinner = robot(
-        "spinner",
-        0.5,
-        1.0,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.0,
-            angular: 90.0,
-        },
-    );
-    spinner.battery = BatterySpec {
-        capacity: 100.0,
-        initial: Some(50.0),
-        idle_drain: 0.1,
-        move_drain: 1.0,
-        turn_drain: 2.0,
-    };
+    s.stations.push(StationSpec { name: "charger".into(), pos: (2.5, 1.0), radius: 0.3, rate: 5.0 });
+    let mut spinner = robot("spinner", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 90.0 });
+    spinner.battery =
+        BatterySpec { capacity: 100.0, initial: Some(50.0), idle_drain: 0.1, move_drain: 1.0, turn_drain: 2.0 };
     let mut parked = robot("parked", 2.5, 1.0, 0.0, ControllerSpec::Idle);
     parked.battery = spinner.battery.clone();
     s.robots.extend([spinner, parked]);
@@ -306,42 +209,19 @@ fn battery_drains_with_motion_and_charges_at_a_station() {
     // 2 s: idle 0.1/s + turning π/2 rad/s × 2 per rad.
     let expected = 50.0 - 2.0 * (0.1 + std::f32::consts::FRAC_PI_2 * 2.0);
     let b: Battery = get(&app, spinner);
-    assert!(
-        (b.charge - expected).abs() < 0.05,
-        "{} vs {expected}",
-        b.charge
-    );
+    assert!((b.charge - expected).abs() < 0.05, "{} vs {expected}", b.charge);
     assert!(!b.charging);
     let b: Battery = get(&app, parked);
     // Charging from the second step on (the overlap is known after the first physics step).
     assert!(b.charging);
-    assert!(
-        (b.charge - (50.0 + 99.0 * 0.02 * 5.0 - 100.0 * 0.02 * 0.1)).abs() < 0.05,
-        "{}",
-        b.charge
-    );
+    assert!((b.charge - (50.0 + 99.0 * 0.02 * 5.0 - 100.0 * 0.02 * 0.1)).abs() < 0.05, "{}", b.charge);
 }
 
 #[test]
 fn an_empty_battery_stops_the_robot() {
     let mut s = room(4.0, 2.0);
-    let mut r = robot(
-        "r",
-        0.5,
-        1.0,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.4,
-            angular: 0.0,
-        },
-    );
-    r.battery = BatterySpec {
-        capacity: 10.0,
-        initial: Some(0.2),
-        idle_drain: 0.0,
-        move_drain: 1.0,
-        turn_drain: 0.0,
-    };
+    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 });
+    r.battery = BatterySpec { capacity: 10.0, initial: Some(0.2), idle_drain: 0.0, move_drain: 1.0, turn_drain: 0.0 };
     s.robots.push(r);
     let mut app = app(s);
     let r = named(&mut app, "r");
@@ -351,43 +231,21 @@ fn an_empty_battery_stops_the_robot() {
     assert!((x - 0.7).abs() < 0.02, "x = {x}");
     let b: Battery = get(&app, r);
     assert_eq!((b.charge, b.depletions), (0.0, 1));
-    assert_eq!(
-        build_report(app.world_mut(), 0.0).robots[0].battery_depletions,
-        1
-    );
+    assert_eq!(build_report(app.world_mut(), 0.0).robots[0].battery_depletions, 1);
 }
 
 #[test]
 fn sonar_reports_a_robot_crossing_its_beam() {
     let mut s = room(3.0, 2.0);
-    s.sonars.push(SonarSpec {
-        name: "sonar1".into(),
-        pos: (1.5, 0.0),
-        axis: 90.0,
-        width: 0.1,
-        range: None,
-    });
-    s.robots.push(robot(
-        "r",
-        0.4,
-        1.2,
-        0.0,
-        ControllerSpec::Drive {
-            linear: 0.4,
-            angular: 0.0,
-        },
-    ));
+    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.5, 0.0), axis: 90.0, width: 0.1, range: None });
+    s.robots.push(robot("r", 0.4, 1.2, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
     let mut app = app(s);
     let (sonar, r) = (named(&mut app, "sonar1"), named(&mut app, "r"));
     let mut cursor = app.world().resource::<Messages<SonarEcho>>().get_cursor();
     let mut echoes = Vec::new();
     for _ in 0..30 {
         run_steps(&mut app, 10);
-        echoes.extend(
-            cursor
-                .read(app.world().resource::<Messages<SonarEcho>>())
-                .copied(),
-        );
+        echoes.extend(cursor.read(app.world().resource::<Messages<SonarEcho>>()).copied());
     }
     assert_eq!(echoes.len(), 1, "{echoes:?}");
     let e = echoes[0];
@@ -398,28 +256,14 @@ fn sonar_reports_a_robot_crossing_its_beam() {
     let sonar_state: Sonar = get(&app, sonar);
     assert_eq!(sonar_state.detections, 1);
     assert!(sonar_state.inside.is_empty(), "robot has left the beam");
-    assert!(
-        (sonar_state.beam_length - 2.0).abs() < 1e-3,
-        "beam reaches wallUp"
-    );
+    assert!((sonar_state.beam_length - 2.0).abs() < 1e-3, "beam reaches wallUp");
 }
 
 #[test]
 fn sonar_beam_stops_at_the_first_box() {
     let mut s = room(3.0, 2.0);
-    s.sonars.push(SonarSpec {
-        name: "sonar1".into(),
-        pos: (1.5, 0.0),
-        axis: 90.0,
-        width: 0.1,
-        range: None,
-    });
-    s.boxes.push(BoxSpec {
-        name: "b".into(),
-        center: (1.5, 1.0),
-        size: (0.4, 0.4),
-        angle: 0.0,
-    });
+    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.5, 0.0), axis: 90.0, width: 0.1, range: None });
+    s.boxes.push(BoxSpec { name: "b".into(), center: (1.5, 1.0), size: (0.4, 0.4), angle: 0.0 });
     let mut app = app(s);
     let sonar = named(&mut app, "sonar1");
     run_steps(&mut app, 2);
@@ -429,11 +273,7 @@ fn sonar_beam_stops_at_the_first_box() {
 #[test]
 fn camera_sees_what_is_in_its_cone_and_not_behind() {
     let mut s = room(4.0, 3.0);
-    let pen = |name: &str, x: f32, y: f32| PenSpec {
-        name: name.into(),
-        pos: (x, y),
-        radius: 0.03,
-    };
+    let pen = |name: &str, x: f32, y: f32| PenSpec { name: name.into(), pos: (x, y), radius: 0.03 };
     s.pens.extend([
         pen("ahead", 2.0, 1.5),
         pen("left", 1.8, 1.9),   // bearing +33.7°, inside the 90° cone
@@ -442,50 +282,20 @@ fn camera_sees_what_is_in_its_cone_and_not_behind() {
         pen("far", 3.0, 1.5),    // beyond the 1.5 m range
         pen("hidden", 2.4, 1.0), // behind the box
     ]);
-    s.boxes.push(BoxSpec {
-        name: "screen".into(),
-        center: (1.9, 1.2),
-        size: (0.1, 0.2),
-        angle: 0.0,
-    });
-    s.robots
-        .push(robot("r", 1.2, 1.5, 0.0, ControllerSpec::Idle));
-    s.robots
-        .push(robot("other", 2.2, 2.0, 0.0, ControllerSpec::Idle));
+    s.boxes.push(BoxSpec { name: "screen".into(), center: (1.9, 1.2), size: (0.1, 0.2), angle: 0.0 });
+    s.robots.push(robot("r", 1.2, 1.5, 0.0, ControllerSpec::Idle));
+    s.robots.push(robot("other", 2.2, 2.0, 0.0, ControllerSpec::Idle));
     let mut app = app(s);
     let r = named(&mut app, "r");
     run_steps(&mut app, 3);
     let view: CameraView = get(&app, r);
-    let names: Vec<String> = view
-        .seen
-        .iter()
-        .map(|s| app.world().get::<Name>(s.entity).unwrap().to_string())
-        .collect();
-    assert_eq!(
-        names,
-        vec!["left", "screen", "ahead", "other"],
-        "nearest first"
-    );
-    let ahead = view
-        .seen
-        .iter()
-        .find(|s| s.entity == named(&mut app, "ahead"))
-        .unwrap();
+    let names: Vec<String> = view.seen.iter().map(|s| app.world().get::<Name>(s.entity).unwrap().to_string()).collect();
+    assert_eq!(names, vec!["left", "screen", "ahead", "other"], "nearest first");
+    let ahead = view.seen.iter().find(|s| s.entity == named(&mut app, "ahead")).unwrap();
     assert!((ahead.distance - 0.8).abs() < 1e-4 && ahead.bearing.abs() < 1e-4);
-    let left = view
-        .seen
-        .iter()
-        .find(|s| s.kind == Seeable::Pen && s.bearing > 0.1)
-        .unwrap();
-    assert!(
-        (left.bearing.to_degrees() - 33.69).abs() < 0.05,
-        "{}",
-        left.bearing.to_degrees()
-    );
-    assert_eq!(
-        view.nearest(Seeable::Robot).map(|s| s.entity),
-        Some(named(&mut app, "other"))
-    );
+    let left = view.seen.iter().find(|s| s.kind == Seeable::Pen && s.bearing > 0.1).unwrap();
+    assert!((left.bearing.to_degrees() - 33.69).abs() < 0.05, "{}", left.bearing.to_degrees());
+    assert_eq!(view.nearest(Seeable::Robot).map(|s| s.entity), Some(named(&mut app, "other")));
 }
 
 fn run_scene(path: &str, steps: u64, seed: Option<u64>) -> String {
@@ -517,10 +327,7 @@ fn the_hash_does_not_depend_on_how_steps_are_batched() {
         run_steps(&mut many, n);
     }
     assert_eq!(many.world().resource::<SimTime>().step, 240);
-    assert_eq!(
-        one.world().resource::<TrajectoryHash>(),
-        many.world().resource::<TrajectoryHash>()
-    );
+    assert_eq!(one.world().resource::<TrajectoryHash>(), many.world().resource::<TrajectoryHash>());
 }
 
 #[test]
@@ -536,10 +343,7 @@ fn real_time_pacing_does_not_change_the_trajectory() {
     let steps = paced.world().resource::<SimTime>().step;
     let mut manual = app(scene);
     run_steps(&mut manual, steps);
-    assert_eq!(
-        paced.world().resource::<TrajectoryHash>(),
-        manual.world().resource::<TrajectoryHash>()
-    );
+    assert_eq!(paced.world().resource::<TrajectoryHash>(), manual.world().resource::<TrajectoryHash>());
 }
 
 #[test]
@@ -549,17 +353,11 @@ fn reloading_a_scene_restarts_it_exactly() {
     run_steps(&mut fresh, 200);
     let mut reloaded = app(scene.clone());
     run_steps(&mut reloaded, 123);
-    reloaded
-        .world_mut()
-        .resource_mut::<PendingScene>()
-        .request(scene, SceneSource::Generated);
+    reloaded.world_mut().resource_mut::<PendingScene>().request(scene, SceneSource::Generated);
     reloaded.update();
     assert_eq!(reloaded.world().resource::<SimTime>().step, 0);
     run_steps(&mut reloaded, 200);
-    assert_eq!(
-        fresh.world().resource::<TrajectoryHash>(),
-        reloaded.world().resource::<TrajectoryHash>()
-    );
+    assert_eq!(fresh.world().resource::<TrajectoryHash>(), reloaded.world().resource::<TrajectoryHash>());
     let count = |app: &mut App| app.world_mut().query::<&Robot>().iter(app.world()).count();
     assert_eq!(count(&mut reloaded), 3);
 }
@@ -600,9 +398,7 @@ fn hot_reload_applies_valid_edits_and_keeps_the_scene_on_errors() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("room.ron");
     let text = |x: f32| {
-        format!(
-            "(name: \"room\", arena: (width: 3.0, height: 2.0), robots: [(name: \"r\", pose: ({x}, 1.0, 0.0))])"
-        )
+        format!("(name: \"room\", arena: (width: 3.0, height: 2.0), robots: [(name: \"r\", pose: ({x}, 1.0, 0.0))])")
     };
     std::fs::write(&path, text(0.5)).unwrap();
     let (scene, _) = load_scene_file(&path).unwrap();
@@ -625,14 +421,15 @@ fn hot_reload_applies_valid_edits_and_keeps_the_scene_on_errors() {
     assert!(app.world().resource::<SceneStatus>().error.is_none());
     run_steps(&mut app, 25);
     // An invalid edit: an error naming the place, and the running scene goes on untouched.
-    std::fs::write(&path, "(name: \"room\", arena: (width: 3.0, height: 2.0), robots: [(name: \"r\", pose: (9.0, 1.0, 0.0))])").unwrap();
+    std::fs::write(
+        &path,
+        "(name: \"room\", arena: (width: 3.0, height: 2.0), robots: [(name: \"r\", pose: (9.0, 1.0, 0.0))])",
+    )
+    .unwrap();
     wait_for_poll(&mut app);
     let status = app.world().resource::<SceneStatus>().clone();
     let err = status.error.expect("error shown");
-    assert!(
-        err.contains("room.ron: robot \"r\": body at (9.00, 1.00) is outside the arena"),
-        "{err}"
-    );
+    assert!(err.contains("room.ron: robot \"r\": body at (9.00, 1.00) is outside the arena"), "{err}");
     assert_eq!(app.world().resource::<ActiveScene>().generation, 2);
     assert_eq!(app.world().resource::<SimTime>().step, 25);
     assert_eq!(named(&mut app, "r"), r);

@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
 use bevy_egui::input::EguiWantsInput;
 
-use crate::robot::{Battery, BumpSensor, Gripper, Robot, RobotCamera, pose};
+use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall};
 
@@ -49,6 +49,7 @@ pub mod palette {
     pub const ROBOT_BUMP: Color = Color::srgb(0.90, 0.15, 0.10);
     pub const ROBOT_EMPTY: Color = Color::srgb(0.55, 0.55, 0.55);
     pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
+    pub const LAMP: Color = Color::srgb(1.0, 0.75, 0.0);
     pub const CONE: Color = Color::srgba(0.20, 0.20, 0.80, 0.45);
 }
 
@@ -59,12 +60,7 @@ pub fn plugin(app: &mut App) {
         .add_systems(Startup, spawn_camera)
         .add_systems(
             Update,
-            (
-                (rebuild_visuals, fit_camera).run_if(on_message::<SceneLoaded>),
-                pan_zoom_and_pick,
-                draw_world,
-            )
-                .chain(),
+            ((rebuild_visuals, fit_camera).run_if(on_message::<SceneLoaded>), pan_zoom_and_pick, draw_world).chain(),
         );
 }
 
@@ -149,8 +145,7 @@ fn pan_zoom_and_pick(
     let cursor = window.cursor_position();
     // The panel is drawn into a full-window background Ui, so egui counts the whole window as
     // its area; the panel's own rectangle tells where the world view starts.
-    let over_ui =
-        wants.is_using_pointer() || wants.is_popup_open() || cursor.is_some_and(|c| c.x <= panel.0);
+    let over_ui = wants.is_using_pointer() || wants.is_popup_open() || cursor.is_some_and(|c| c.x <= panel.0);
     // Zoom about the cursor.
     if !over_ui && scroll.delta.y != 0.0 {
         let lines = match scroll.unit {
@@ -217,15 +212,7 @@ fn draw_world(
     mut gizmos: Gizmos,
     selection: Res<Selection>,
     active: Option<Res<ActiveScene>>,
-    robots: Query<(
-        Entity,
-        &Transform,
-        &Robot,
-        &RobotCamera,
-        &BumpSensor,
-        &Battery,
-        &Gripper,
-    )>,
+    robots: Query<(Entity, &Transform, &Robot, &RobotCamera, &BumpSensor, &Battery, &Gripper, &LampState)>,
     pens: Query<(&Transform, &Pen, Has<Held>)>,
     boxes: Query<(&Transform, &PenBox)>,
     dens: Query<(&Transform, &Den)>,
@@ -237,11 +224,7 @@ fn draw_world(
     }
     for (t, b) in &boxes {
         let (p, a) = pose(t);
-        gizmos.rect_2d(
-            Isometry2d::new(p, Rot2::radians(a)),
-            b.size,
-            palette::BOX_EDGE,
-        );
+        gizmos.rect_2d(Isometry2d::new(p, Rot2::radians(a)), b.size, palette::BOX_EDGE);
     }
     for (t, d) in &dens {
         let p = t.translation.truncate();
@@ -257,11 +240,7 @@ fn draw_world(
     }
     for (t, s) in &sonars {
         let p = t.translation.truncate();
-        let colour = if s.inside.is_empty() {
-            palette::SONAR
-        } else {
-            palette::SONAR_HIT
-        };
+        let colour = if s.inside.is_empty() { palette::SONAR } else { palette::SONAR_HIT };
         let centre = p + s.axis * s.beam_length / 2.0;
         let angle = s.axis.y.atan2(s.axis.x);
         gizmos.rect_2d(
@@ -273,18 +252,10 @@ fn draw_world(
     }
     for (t, pen, held) in &pens {
         let p = t.translation.truncate();
-        gizmos.circle_2d(
-            p,
-            pen.radius,
-            if held {
-                palette::SELECTED
-            } else {
-                palette::PEN
-            },
-        );
+        gizmos.circle_2d(p, pen.radius, if held { palette::SELECTED } else { palette::PEN });
     }
     let all_cones = robots.iter().len() <= CONES_UP_TO;
-    for (e, t, robot, camera, bump, battery, gripper) in &robots {
+    for (e, t, robot, camera, bump, battery, gripper, lamp) in &robots {
         let (p, heading) = pose(t);
         let selected = selection.0 == Some(e);
         let colour = if battery.is_empty() {
@@ -303,14 +274,16 @@ fn draw_world(
         for s in [side, -side] {
             gizmos.line_2d(p + dir * robot.radius + s, p + dir * jaw + s, colour);
         }
+        if lamp.on {
+            for k in [0.15, 0.25, 0.35] {
+                gizmos.circle_2d(p, robot.radius * k, palette::LAMP);
+            }
+        }
         if selected {
             gizmos.circle_2d(p, robot.radius * 1.35, palette::SELECTED);
         }
         if all_cones || selected {
-            gizmos.linestrip_2d(
-                cone_points(p, heading, camera.fov, camera.range),
-                palette::CONE,
-            );
+            gizmos.linestrip_2d(cone_points(p, heading, camera.fov, camera.range), palette::CONE);
         }
     }
 }

@@ -25,15 +25,9 @@ struct ScreenshotJob {
 struct Captured;
 
 pub fn plugin(app: &mut App, path: PathBuf, before: u32) {
-    app.insert_resource(ScreenshotJob {
-        path,
-        before,
-        frames: 0,
-        requested: false,
-        saved_at: None,
-    })
-    .add_message::<Captured>()
-    .add_systems(Update, take_screenshot);
+    app.insert_resource(ScreenshotJob { path, before, frames: 0, requested: false, saved_at: None })
+        .add_message::<Captured>()
+        .add_systems(Update, take_screenshot);
 }
 
 fn take_screenshot(
@@ -51,14 +45,11 @@ fn take_screenshot(
     if !job.requested && job.frames >= job.before {
         job.requested = true;
         let path = job.path.clone();
-        commands
-            .spawn(Screenshot::primary_window())
-            .observe(save_to_disk(path))
-            .observe(
-                |_: On<ScreenshotCaptured>, mut out: MessageWriter<Captured>| {
-                    out.write(Captured);
-                },
-            );
+        commands.spawn(Screenshot::primary_window()).observe(save_to_disk(path)).observe(
+            |_: On<ScreenshotCaptured>, mut out: MessageWriter<Captured>| {
+                out.write(Captured);
+            },
+        );
     }
     if let Some(at) = job.saved_at
         && job.frames > at + 2

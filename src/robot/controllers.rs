@@ -5,9 +5,10 @@
 use bevy::prelude::*;
 use rand::RngExt;
 
-use super::{BumpSensor, DriveCommand, Robot};
+use super::{BumpSensor, Robot};
 use crate::sim::SimTime;
 use crate::sim::rng::SimRng;
+use crate::skills::{Executor, SkillGroup, SkillRequest, Velocity};
 
 /// Drives with a fixed linear (m/s) and angular (rad/s) command.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
@@ -31,13 +32,7 @@ pub struct Wander {
 
 impl Wander {
     pub fn new(speed: f32, rng: SimRng) -> Self {
-        Self {
-            speed,
-            rng,
-            turning: false,
-            steps_left: 0,
-            turn: 0.0,
-        }
+        Self { speed, rng, turning: false, steps_left: 0, turn: 0.0 }
     }
 
     /// Whether the robot is turning away from an obstacle.
@@ -58,29 +53,31 @@ impl Wander {
             self.steps_left = steps(self.rng.random_range(1.0..3.0));
         }
         self.steps_left = self.steps_left.saturating_sub(1);
-        if self.turning {
-            (-0.1, self.turn)
-        } else {
-            (self.speed, self.turn)
-        }
+        if self.turning { (-0.1, self.turn) } else { (self.speed, self.turn) }
     }
 }
 
-pub(super) fn constant_drive(mut robots: Query<(&ConstantDrive, &mut DriveCommand)>) {
-    for (c, mut cmd) in &mut robots {
-        cmd.linear = c.linear;
-        cmd.angular = c.angular;
+/// Asks for a velocity skill unless the same one is already running.
+fn request_velocity(executor: &Executor, request: &mut SkillRequest, skill: Velocity) {
+    if !executor.0.running(SkillGroup::Move).is_some_and(|s| s.same_as(&skill)) {
+        request.set(skill);
+    }
+}
+
+pub(super) fn constant_drive(mut robots: Query<(&ConstantDrive, &Executor, &mut SkillRequest)>) {
+    for (c, executor, mut request) in &mut robots {
+        request_velocity(executor, &mut request, Velocity { linear: c.linear, angular: c.angular });
     }
 }
 
 pub(super) fn wander(
     time: Res<SimTime>,
-    mut robots: Query<(&Robot, &BumpSensor, &mut Wander, &mut DriveCommand)>,
+    mut robots: Query<(&Robot, &BumpSensor, &mut Wander, &Executor, &mut SkillRequest)>,
 ) {
-    for (robot, bump, mut wander, mut cmd) in &mut robots {
+    for (robot, bump, mut wander, executor, mut request) in &mut robots {
         let (lin, ang) = wander.decide(bump.bumped, time.dt);
-        cmd.linear = lin * robot.max_speed;
-        cmd.angular = ang * robot.max_turn;
+        let skill = Velocity { linear: lin * robot.max_speed, angular: ang * robot.max_turn };
+        request_velocity(executor, &mut request, skill);
     }
 }
 
@@ -110,9 +107,7 @@ mod tests {
     fn same_seed_same_decisions() {
         let run = |seed| {
             let mut w = Wander::new(0.5, stream(seed, "wander", 3));
-            (0..500)
-                .map(|i| w.decide(i % 97 == 0, 0.02))
-                .collect::<Vec<_>>()
+            (0..500).map(|i| w.decide(i % 97 == 0, 0.02)).collect::<Vec<_>>()
         };
         assert_eq!(run(9), run(9));
         assert_ne!(run(9), run(10));

@@ -31,22 +31,8 @@ pub struct Battery {
 }
 
 impl Battery {
-    pub fn new(
-        capacity: f32,
-        charge: f32,
-        idle_drain: f32,
-        move_drain: f32,
-        turn_drain: f32,
-    ) -> Self {
-        Self {
-            capacity,
-            charge,
-            idle_drain,
-            move_drain,
-            turn_drain,
-            charging: false,
-            depletions: 0,
-        }
+    pub fn new(capacity: f32, charge: f32, idle_drain: f32, move_drain: f32, turn_drain: f32) -> Self {
+        Self { capacity, charge, idle_drain, move_drain, turn_drain, charging: false, depletions: 0 }
     }
 
     /// Charge as a fraction of capacity.
@@ -62,8 +48,7 @@ impl Battery {
     /// on a station).
     pub fn step(&mut self, dt: f32, linear: f32, angular: f32, rate: f32) {
         let was_empty = self.is_empty();
-        let drain =
-            self.idle_drain + self.move_drain * linear.abs() + self.turn_drain * angular.abs();
+        let drain = self.idle_drain + self.move_drain * linear.abs() + self.turn_drain * angular.abs();
         self.charge = (self.charge - drain * dt + rate * dt).clamp(0.0, self.capacity);
         self.charging = rate > 0.0;
         if !was_empty && self.is_empty() {
@@ -85,14 +70,7 @@ pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDriv
 }
 
 pub(super) fn apply_drive(
-    mut robots: Query<(
-        &Robot,
-        &Transform,
-        &DriveCommand,
-        &Battery,
-        &mut AppliedDrive,
-        &mut Velocity,
-    )>,
+    mut robots: Query<(&Robot, &Transform, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity)>,
 ) {
     for (robot, transform, cmd, battery, mut applied, mut velocity) in &mut robots {
         let a = limit(*cmd, robot, battery);
@@ -135,63 +113,22 @@ mod tests {
     use super::*;
 
     fn robot() -> Robot {
-        Robot {
-            index: 0,
-            radius: 0.1,
-            max_speed: 0.5,
-            max_turn: 2.0,
-        }
+        Robot { index: 0, radius: 0.1, max_speed: 0.5, max_turn: 2.0 }
     }
 
     #[test]
     fn commands_are_clamped_to_the_maxima() {
         let b = Battery::new(10.0, 10.0, 0.0, 0.0, 0.0);
-        let a = limit(
-            DriveCommand {
-                linear: 3.0,
-                angular: -9.0,
-            },
-            &robot(),
-            &b,
-        );
-        assert_eq!(
-            a,
-            AppliedDrive {
-                linear: 0.5,
-                angular: -2.0
-            }
-        );
-        let a = limit(
-            DriveCommand {
-                linear: f32::NAN,
-                angular: 1.0,
-            },
-            &robot(),
-            &b,
-        );
-        assert_eq!(
-            a,
-            AppliedDrive {
-                linear: 0.0,
-                angular: 1.0
-            }
-        );
+        let a = limit(DriveCommand { linear: 3.0, angular: -9.0 }, &robot(), &b);
+        assert_eq!(a, AppliedDrive { linear: 0.5, angular: -2.0 });
+        let a = limit(DriveCommand { linear: f32::NAN, angular: 1.0 }, &robot(), &b);
+        assert_eq!(a, AppliedDrive { linear: 0.0, angular: 1.0 });
     }
 
     #[test]
     fn an_empty_battery_stops_the_drive() {
         let b = Battery::new(10.0, 0.0, 0.0, 0.0, 0.0);
-        assert_eq!(
-            limit(
-                DriveCommand {
-                    linear: 0.3,
-                    angular: 1.0
-                },
-                &robot(),
-                &b
-            ),
-            AppliedDrive::default()
-        );
+        assert_eq!(limit(DriveCommand { linear: 0.3, angular: 1.0 }, &robot(), &b), AppliedDrive::default());
     }
 
     #[test]

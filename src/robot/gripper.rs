@@ -62,8 +62,7 @@ pub(super) fn apply_gripper(
                 let front = front_point(transform, robot);
                 let mut best: Option<(f32, Entity)> = None;
                 let aabb = Aabb2d::new(front, Vec2::splat(gripper.reach));
-                let filter =
-                    QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::PEN));
+                let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::PEN));
                 ctx.intersect_aabb_conservative(aabb, filter, |pen| {
                     if let Ok((pt, p)) = free_pens.get(pen)
                         && !taken.contains(&pen)
@@ -78,36 +77,27 @@ pub(super) fn apply_gripper(
                 if let Some((_, pen)) = best {
                     taken.push(pen);
                     gripper.holding = Some(pen);
-                    commands.entity(pen).insert((
-                        Held { by: entity },
-                        RigidBodyDisabled,
-                        ColliderDisabled,
-                    ));
+                    commands.entity(pen).insert((Held { by: entity }, RigidBodyDisabled, ColliderDisabled));
                 }
             }
             (false, Some(pen)) => {
                 gripper.holding = None;
                 let at = carry_point(transform, robot, &gripper);
                 let mut container = None;
-                let filter =
-                    QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
+                let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
                 ctx.intersect_point(at, filter, |b| {
                     container = Some(b);
                     false
                 });
                 let mut pen_commands = commands.entity(pen);
-                pen_commands
-                    .remove::<Held>()
-                    .insert(Transform::from_translation(at.extend(0.0)));
+                pen_commands.remove::<Held>().insert(Transform::from_translation(at.extend(0.0)));
                 match container.and_then(|b| boxes.get_mut(b).ok().map(|pb| (b, pb))) {
                     Some((b, mut pen_box)) => {
                         pen_box.pens += 1;
                         pen_commands.insert(Boxed { container: b });
                     }
                     None => {
-                        pen_commands
-                            .remove::<(RigidBodyDisabled, ColliderDisabled)>()
-                            .insert(Velocity::zero());
+                        pen_commands.remove::<(RigidBodyDisabled, ColliderDisabled)>().insert(Velocity::zero());
                     }
                 }
             }

@@ -1,13 +1,17 @@
 //! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
-//! a battery, and four sensors (bump, camera, grip, power). Controllers write [`DriveCommand`]
-//! and [`GripCommand`] in the think stage; the act stage turns them into motion.
+//! a battery, a lamp, and four sensors (bump, camera, grip, power). Controllers never touch the
+//! actuators: they hand skills to the skill system, whose commands reach [`DriveCommand`],
+//! [`GripCommand`] and [`LampState`] as packets through the bot link; the act stage then turns
+//! them into motion.
 
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
+use crate::botlink::{BotLink, Outbox};
 use crate::scene::SceneEntity;
 use crate::scene::schema::{ControllerSpec, RobotSpec};
 use crate::sim::{SimSet, rng};
+use crate::skills::{Executor, SkillRequest};
 use crate::world::{Seeable, groups, transform2d};
 
 mod controllers;
@@ -18,9 +22,7 @@ mod sensors;
 pub use controllers::{ConstantDrive, Wander};
 pub use drive::{AppliedDrive, Battery};
 pub use gripper::Gripper;
-pub use sensors::{
-    BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting,
-};
+pub use sensors::{BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting};
 
 /// A robot's body and limits.
 #[derive(Component, Debug, Clone)]
@@ -45,6 +47,12 @@ pub struct DriveCommand {
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GripCommand {
     pub close: bool,
+}
+
+/// The robot's lamp, its third independent actuator (switched by lamp commands).
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LampState {
+    pub on: bool,
 }
 
 /// The den a robot belongs to, if any.
@@ -92,52 +100,43 @@ pub fn wrap_angle(a: f32) -> f32 {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<RobotOrder>()
-        .add_message::<BumpEvent>()
-        .add_systems(
-            FixedUpdate,
+    app.init_resource::<RobotOrder>().add_message::<BumpEvent>().add_systems(
+        FixedUpdate,
+        (
             (
-                (
-                    gripper::carry_held_pens,
-                    sensors::sense_bump,
-                    sensors::sense_camera,
-                    sensors::sense_grip,
-                    sensors::sense_power,
-                )
-                    .chain()
-                    .in_set(SimSet::Sense),
-                (controllers::constant_drive, controllers::wander).in_set(SimSet::Think),
-                (
-                    gripper::apply_gripper,
-                    drive::apply_drive,
-                    drive::update_battery,
-                )
-                    .chain()
-                    .in_set(SimSet::Act),
-                drive::update_odometry.in_set(SimSet::Record),
-            ),
-        );
+                gripper::carry_held_pens,
+                sensors::sense_bump,
+                sensors::sense_camera,
+                sensors::sense_grip,
+                sensors::sense_power,
+            )
+                .chain()
+                .in_set(SimSet::Sense),
+            (controllers::constant_drive, controllers::wander).in_set(SimSet::Think),
+            (gripper::apply_gripper, drive::apply_drive, drive::update_battery)
+                .chain()
+                .after(crate::botlink::Transmit)
+                .in_set(SimSet::Act),
+            drive::update_odometry.in_set(SimSet::Record),
+        ),
+    );
 }
 
-/// Spawns robot number `index` of a scene.
+/// Spawns robot number `index` of a scene; `watchdog` is the bot link's watchdog period.
 pub fn spawn_robot(
     world: &mut World,
     spec: &RobotSpec,
     index: u32,
     den: Option<Entity>,
     seed: u64,
+    watchdog: f32,
 ) -> Entity {
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
     let mut entity = world.spawn((
         Name::new(spec.name.clone()),
         SceneEntity,
-        Robot {
-            index,
-            radius: spec.radius,
-            max_speed: spec.max_speed,
-            max_turn: spec.max_turn.to_radians(),
-        },
+        Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
         Seeable::Robot,
         transform2d(pos, spec.pose.2.to_radians()),
         (
@@ -150,57 +149,34 @@ pub fn spawn_robot(
             Sleeping::disabled(),
             CollisionGroups::new(groups::ROBOT, Group::ALL),
         ),
+        (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
         (
-            DriveCommand::default(),
-            GripCommand::default(),
-            AppliedDrive::default(),
+            SkillRequest::default(),
+            Executor::default(),
+            Outbox::default(),
+            BotLink::new(matches!(spec.controller, ControllerSpec::External { .. }), watchdog, &spec.name),
         ),
-        Gripper {
-            reach: spec.grip_reach,
-            holding: None,
-        },
-        Battery::new(
-            b.capacity,
-            b.initial.unwrap_or(b.capacity),
-            b.idle_drain,
-            b.move_drain,
-            b.turn_drain,
-        ),
+        Gripper { reach: spec.grip_reach, holding: None },
+        Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
         (
             BumpSensor::default(),
-            RobotCamera {
-                fov: spec.camera.fov.to_radians(),
-                range: spec.camera.range,
-                period: spec.camera.period,
-            },
+            RobotCamera { fov: spec.camera.fov.to_radians(), range: spec.camera.range, period: spec.camera.period },
             CameraView::default(),
             GripSensor::default(),
             PowerSensor::default(),
         ),
         HomeDen(den),
         ControllerKind(spec.controller.clone()),
-        CommAbilities {
-            broadcast: spec.comms.broadcast,
-            point_to_point: spec.comms.point_to_point,
-        },
-        Odometry {
-            last: pos,
-            ..default()
-        },
+        CommAbilities { broadcast: spec.comms.broadcast, point_to_point: spec.comms.point_to_point },
+        Odometry { last: pos, ..default() },
     ));
     match spec.controller {
-        ControllerSpec::Idle => {}
+        ControllerSpec::Idle | ControllerSpec::External { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
-            entity.insert(ConstantDrive {
-                linear,
-                angular: angular.to_radians(),
-            });
+            entity.insert(ConstantDrive { linear, angular: angular.to_radians() });
         }
         ControllerSpec::Wander { speed } => {
-            entity.insert(Wander::new(
-                speed,
-                rng::stream(seed, "wander", u64::from(index)),
-            ));
+            entity.insert(Wander::new(speed, rng::stream(seed, "wander", u64::from(index))));
         }
     }
     entity.id()

@@ -114,11 +114,7 @@ pub(super) fn sense_bump(
         for &other in touching.iter().filter(|o| !bump.touching.contains(o)) {
             bumped = true;
             odo.collisions += 1;
-            events.write(BumpEvent {
-                robot: entity,
-                other,
-                step: time.step,
-            });
+            events.write(BumpEvent { robot: entity, other, step: time.step });
         }
         if bump.touching != touching || bump.bumped != bumped {
             bump.touching = touching;
@@ -134,10 +130,7 @@ pub(super) fn sense_camera(
     targets: Query<(&Transform, &Seeable)>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    let seeable = CollisionGroups::new(
-        Group::ALL,
-        groups::PEN | groups::BOX | groups::STATION | groups::ROBOT,
-    );
+    let seeable = CollisionGroups::new(Group::ALL, groups::PEN | groups::BOX | groups::STATION | groups::ROBOT);
     let occluders = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
     let mut candidates: Vec<Entity> = Vec::new();
     for (entity, robot, transform, camera, mut view) in &mut robots {
@@ -169,26 +162,15 @@ pub(super) fn sense_camera(
                 continue;
             }
             // Walls and boxes hide what is behind them (a box does not hide itself).
-            let filter = QueryFilter::only_fixed()
-                .exclude_sensors()
-                .groups(occluders);
+            let filter = QueryFilter::only_fixed().exclude_sensors().groups(occluders);
             let hidden = ctx
                 .cast_ray(pos, rel / distance, distance, true, filter)
                 .is_some_and(|(hit, toi)| hit != target && toi < distance - 1e-3);
             if !hidden {
-                seen.push(Sighting {
-                    entity: target,
-                    kind: *kind,
-                    distance,
-                    bearing,
-                });
+                seen.push(Sighting { entity: target, kind: *kind, distance, bearing });
             }
         }
-        seen.sort_by(|a, b| {
-            a.distance
-                .total_cmp(&b.distance)
-                .then(a.entity.cmp(&b.entity))
-        });
+        seen.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
         view.seen = seen;
         view.step = time.step;
     }
@@ -204,23 +186,16 @@ pub(super) fn sense_grip(
     for (robot, transform, gripper, mut sensor) in &mut robots {
         let front = front_point(transform, robot);
         let mut best: Option<(f32, Entity)> = None;
-        ctx.intersect_aabb_conservative(
-            Aabb2d::new(front, Vec2::splat(gripper.reach)),
-            filter,
-            |pen| {
-                if let Ok((pt, p)) = free_pens.get(pen) {
-                    let d = pt.translation.truncate().distance(front) - p.radius;
-                    if d <= gripper.reach && best.is_none_or(|b| (d, pen) < b) {
-                        best = Some((d, pen));
-                    }
+        ctx.intersect_aabb_conservative(Aabb2d::new(front, Vec2::splat(gripper.reach)), filter, |pen| {
+            if let Ok((pt, p)) = free_pens.get(pen) {
+                let d = pt.translation.truncate().distance(front) - p.radius;
+                if d <= gripper.reach && best.is_none_or(|b| (d, pen) < b) {
+                    best = Some((d, pen));
                 }
-                true
-            },
-        );
-        let reading = GripSensor {
-            holding: gripper.holding,
-            pen_in_reach: best.map(|b| b.1),
-        };
+            }
+            true
+        });
+        let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
         if *sensor != reading {
             *sensor = reading;
         }
@@ -229,10 +204,7 @@ pub(super) fn sense_grip(
 
 pub(super) fn sense_power(mut robots: Query<(&Battery, &mut PowerSensor)>) {
     for (battery, mut sensor) in &mut robots {
-        let reading = PowerSensor {
-            level: battery.level(),
-            charging: battery.charging,
-        };
+        let reading = PowerSensor { level: battery.level(), charging: battery.charging };
         if *sensor != reading {
             *sensor = reading;
         }

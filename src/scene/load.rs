@@ -20,29 +20,16 @@ pub enum SceneLoadError {
     /// The file could not be read.
     Io { path: String, message: String },
     /// The text is not valid RON for a scene (bad syntax, unknown or missing field, wrong type).
-    Syntax {
-        path: String,
-        line: usize,
-        col: usize,
-        message: String,
-    },
+    Syntax { path: String, line: usize, col: usize, message: String },
     /// The scene parsed but is inconsistent; every problem is listed.
-    Invalid {
-        path: String,
-        errors: Vec<SceneError>,
-    },
+    Invalid { path: String, errors: Vec<SceneError> },
 }
 
 impl fmt::Display for SceneLoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SceneLoadError::Io { path, message } => write!(f, "{path}: cannot read: {message}"),
-            SceneLoadError::Syntax {
-                path,
-                line,
-                col,
-                message,
-            } => {
+            SceneLoadError::Syntax { path, line, col, message } => {
                 write!(f, "{path}:{line}:{col}: {message}")
             }
             SceneLoadError::Invalid { path, errors } => {
@@ -67,32 +54,21 @@ fn ron_options() -> ron::Options {
 
 /// Parses and validates scene text; `path` is only used in messages.
 pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> {
-    let scene: SceneFile = ron_options()
-        .from_str(text)
-        .map_err(|e| SceneLoadError::Syntax {
-            path: path.to_string(),
-            line: e.span.start.line,
-            col: e.span.start.col,
-            message: e.code.to_string(),
-        })?;
+    let scene: SceneFile = ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
+        path: path.to_string(),
+        line: e.span.start.line,
+        col: e.span.start.col,
+        message: e.code.to_string(),
+    })?;
     let errors = validate(&scene);
-    if errors.is_empty() {
-        Ok(scene)
-    } else {
-        Err(SceneLoadError::Invalid {
-            path: path.to_string(),
-            errors,
-        })
-    }
+    if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
 }
 
 /// Reads, parses and validates a scene file. Returns the scene and the text it came from.
 pub fn load_scene_file(path: &Path) -> Result<(SceneFile, String), SceneLoadError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SceneLoadError::Io {
-        path: shown.clone(),
-        message: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SceneLoadError::Io { path: shown.clone(), message: e.to_string() })?;
     let scene = parse_scene(&text, &shown)?;
     Ok((scene, text))
 }
@@ -133,9 +109,7 @@ mod tests {
     fn syntax_error_gives_line_and_column() {
         let text = "SceneFile(\n  name: \"x\",\n  arena: (width: 2.0 height: 1.0),\n)";
         match parse_scene(text, "bad.ron") {
-            Err(SceneLoadError::Syntax {
-                path, line, col, ..
-            }) => {
+            Err(SceneLoadError::Syntax { path, line, col, .. }) => {
                 assert_eq!(path, "bad.ron");
                 assert_eq!(line, 3);
                 assert!(col > 10, "col {col}");
@@ -162,9 +136,7 @@ mod tests {
 
     #[test]
     fn missing_field_is_named() {
-        let msg = parse_scene("(name: \"x\")", "f.ron")
-            .unwrap_err()
-            .to_string();
+        let msg = parse_scene("(name: \"x\")", "f.ron").unwrap_err().to_string();
         assert!(msg.contains("arena"), "{msg}");
     }
 
@@ -173,18 +145,9 @@ mod tests {
         let text = "(name: \"x\", arena: (width: 2.0, height: 1.0), comms: (probability: 2.0),
             robots: [(name: \"r\", pose: (5.0, 0.5, 0.0), den: \"nest\")])";
         let msg = parse_scene(text, "f.ron").unwrap_err().to_string();
-        assert!(
-            msg.contains("f.ron: comms: probability 2 is outside 0..1"),
-            "{msg}"
-        );
-        assert!(
-            msg.contains("f.ron: robot \"r\": body at (5.00, 0.50) is outside the arena"),
-            "{msg}"
-        );
-        assert!(
-            msg.contains("f.ron: robot \"r\": den \"nest\" does not exist"),
-            "{msg}"
-        );
+        assert!(msg.contains("f.ron: comms: probability 2 is outside 0..1"), "{msg}");
+        assert!(msg.contains("f.ron: robot \"r\": body at (5.00, 0.50) is outside the arena"), "{msg}");
+        assert!(msg.contains("f.ron: robot \"r\": den \"nest\" does not exist"), "{msg}");
     }
 
     #[test]
@@ -198,11 +161,7 @@ mod tests {
     #[test]
     fn missing_file_is_an_io_error() {
         let e = load_scene_file(Path::new("/no/such/scene.ron")).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("/no/such/scene.ron: cannot read:"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("/no/such/scene.ron: cannot read:"), "{e}");
     }
 
     #[test]

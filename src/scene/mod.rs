@@ -94,42 +94,24 @@ fn apply_pending_scene(world: &mut World) {
 /// Replaces the running simulation with `scene`. The scene must be valid (see
 /// [`validate::validate`]).
 pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
-    let old: Vec<Entity> = world
-        .query_filtered::<Entity, With<SceneEntity>>()
-        .iter(world)
-        .collect();
+    let old: Vec<Entity> = world.query_filtered::<Entity, With<SceneEntity>>().iter(world).collect();
     for e in old {
         world.despawn(e);
     }
     // A fresh physics context: rapier's internal arenas then match a first load exactly.
-    let contexts: Vec<Entity> = world
-        .query_filtered::<Entity, With<RapierContextSimulation>>()
-        .iter(world)
-        .collect();
+    let contexts: Vec<Entity> = world.query_filtered::<Entity, With<RapierContextSimulation>>().iter(world).collect();
     for e in contexts {
         world.despawn(e);
     }
     world.spawn((
         Name::new("Rapier Context"),
         RapierContextSimulation::default(),
-        RapierConfiguration {
-            gravity: Vec2::ZERO,
-            ..RapierConfiguration::new(1.0)
-        },
+        RapierConfiguration { gravity: Vec2::ZERO, ..RapierConfiguration::new(1.0) },
         DefaultRapierContext,
     ));
-    world.insert_resource(TimestepMode::Fixed {
-        dt: scene.dt as f32,
-        substeps: scene.substeps as usize,
-    });
-    world
-        .resource_mut::<Time<Fixed>>()
-        .set_timestep_seconds(scene.dt);
-    world.insert_resource(SimTime {
-        step: 0,
-        dt: scene.dt as f32,
-        dt_exact: scene.dt,
-    });
+    world.insert_resource(TimestepMode::Fixed { dt: scene.dt as f32, substeps: scene.substeps as usize });
+    world.resource_mut::<Time<Fixed>>().set_timestep_seconds(scene.dt);
+    world.insert_resource(SimTime { step: 0, dt: scene.dt as f32, dt_exact: scene.dt });
     world.insert_resource(TrajectoryHash::default());
     world.insert_resource(SimSeed(scene.seed));
     world.resource_mut::<SimClock>().clear();
@@ -137,20 +119,12 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     let dens = spawn_world(world, &scene);
     let mut order = Vec::with_capacity(scene.robots.len());
     for (i, spec) in scene.robots.iter().enumerate() {
-        let den = spec
-            .den
-            .as_ref()
-            .and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
-        order.push(spawn_robot(world, spec, i as u32, den, scene.seed));
+        let den = spec.den.as_ref().and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
+        order.push(spawn_robot(world, spec, i as u32, den, scene.seed, scene.botlink.watchdog));
     }
     world.insert_resource(RobotOrder(order));
-    let generation = world
-        .get_resource::<ActiveScene>()
-        .map_or(1, |a| a.generation + 1);
-    world.insert_resource(ActiveScene {
-        scene,
-        source,
-        generation,
-    });
+    crate::botlink::udp::open_endpoints(world, &scene);
+    let generation = world.get_resource::<ActiveScene>().map_or(1, |a| a.generation + 1);
+    world.insert_resource(ActiveScene { scene, source, generation });
     world.write_message(SceneLoaded { generation });
 }

@@ -43,6 +43,32 @@ pub struct SceneFile {
     /// System-level parameters of the communication model.
     #[serde(default)]
     pub comms: CommsSpec,
+    /// The bot manager: UDP address and ports for outside controllers, and the watchdog.
+    #[serde(default)]
+    pub botlink: BotlinkSpec,
+}
+
+/// The bot manager's settings (seed 004).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BotlinkSpec {
+    /// Address the UDP ports listen on.
+    #[serde(default = "default_address")]
+    pub address: String,
+    /// The "update all" port for packets carrying commands for up to five robots; none when
+    /// absent. Port 0 picks a free port.
+    #[serde(default)]
+    pub update_all_port: Option<u16>,
+    /// Seconds of simulated time without a packet before an online external robot drops back to
+    /// connecting and stops.
+    #[serde(default = "default_watchdog")]
+    pub watchdog: f32,
+}
+
+impl Default for BotlinkSpec {
+    fn default() -> Self {
+        Self { address: default_address(), update_all_port: None, watchdog: default_watchdog() }
+    }
 }
 
 /// The floor. With `boundary: true` four walls enclose it, named `wallDown` (y = 0), `wallUp`,
@@ -200,6 +226,8 @@ pub enum ControllerSpec {
         #[serde(default = "default_wander_speed")]
         speed: f32,
     },
+    /// Driven from outside crsim with command packets over UDP on `port` (0 picks a free one).
+    External { port: u16 },
 }
 
 /// A robot's communication abilities (seed 000).
@@ -229,21 +257,13 @@ pub struct CommsSpec {
 
 impl Default for CommsSpec {
     fn default() -> Self {
-        Self {
-            link: true,
-            range: None,
-            delay: 0,
-            probability: 1.0,
-        }
+        Self { link: true, range: None, delay: 0, probability: 1.0 }
     }
 }
 
 impl Default for RobotCommsSpec {
     fn default() -> Self {
-        Self {
-            broadcast: true,
-            point_to_point: true,
-        }
+        Self { broadcast: true, point_to_point: true }
     }
 }
 
@@ -261,11 +281,7 @@ impl Default for BatterySpec {
 
 impl Default for CameraSpec {
     fn default() -> Self {
-        Self {
-            fov: default_fov(),
-            range: default_camera_range(),
-            period: default_period(),
-        }
+        Self { fov: default_fov(), range: default_camera_range(), period: default_period() }
     }
 }
 
@@ -296,12 +312,7 @@ impl SceneFile {
             seed: default_seed(),
             dt: default_dt(),
             substeps: default_substeps(),
-            arena: ArenaSpec {
-                width,
-                height,
-                boundary: true,
-                wall_thickness: default_wall_thickness(),
-            },
+            arena: ArenaSpec { width, height, boundary: true, wall_thickness: default_wall_thickness() },
             walls: vec![],
             boxes: vec![],
             pens: vec![],
@@ -310,6 +321,7 @@ impl SceneFile {
             sonars: vec![],
             robots: vec![],
             comms: CommsSpec::default(),
+            botlink: BotlinkSpec::default(),
         }
     }
 }
@@ -376,6 +388,12 @@ fn default_period() -> u32 {
 }
 fn default_wander_speed() -> f32 {
     0.8
+}
+fn default_address() -> String {
+    "127.0.0.1".to_string()
+}
+fn default_watchdog() -> f32 {
+    2.0
 }
 fn default_probability() -> f32 {
     1.0

@@ -44,10 +44,7 @@ impl Footprint {
             Footprint::Circle { radius, .. } => Vec2::splat(radius),
             Footprint::Rect { half, angle, .. } => {
                 let (s, c) = angle.sin_cos();
-                Vec2::new(
-                    (half.x * c).abs() + (half.y * s).abs(),
-                    (half.x * s).abs() + (half.y * c).abs(),
-                )
+                Vec2::new((half.x * c).abs() + (half.y * s).abs(), (half.x * s).abs() + (half.y * c).abs())
             }
         }
     }
@@ -61,16 +58,9 @@ impl Footprint {
     /// Penetration depth of two footprints (positive when they overlap).
     pub fn penetration(&self, other: &Footprint) -> f32 {
         match (*self, *other) {
-            (
-                Footprint::Circle {
-                    center: a,
-                    radius: ra,
-                },
-                Footprint::Circle {
-                    center: b,
-                    radius: rb,
-                },
-            ) => ra + rb - a.distance(b),
+            (Footprint::Circle { center: a, radius: ra }, Footprint::Circle { center: b, radius: rb }) => {
+                ra + rb - a.distance(b)
+            }
             (Footprint::Circle { center, radius }, rect @ Footprint::Rect { .. })
             | (rect @ Footprint::Rect { .. }, Footprint::Circle { center, radius }) => {
                 radius - rect.signed_distance(center)
@@ -83,11 +73,7 @@ impl Footprint {
     pub fn signed_distance(&self, p: Vec2) -> f32 {
         match *self {
             Footprint::Circle { center, radius } => p.distance(center) - radius,
-            Footprint::Rect {
-                center,
-                half,
-                angle,
-            } => {
+            Footprint::Rect { center, half, angle } => {
                 let local = Vec2::from_angle(-angle).rotate(p - center);
                 let q = local.abs() - half;
                 q.max(Vec2::ZERO).length() + q.x.max(q.y).min(0.0)
@@ -103,11 +89,7 @@ impl Footprint {
                 center + Vec2::new(0.0, radius),
                 center + Vec2::new(0.0, -radius),
             ],
-            Footprint::Rect {
-                center,
-                half,
-                angle,
-            } => {
+            Footprint::Rect { center, half, angle } => {
                 let rot = Vec2::from_angle(angle);
                 [
                     center + rot.rotate(Vec2::new(half.x, half.y)),
@@ -126,20 +108,15 @@ fn sat_rects(a: &Footprint, b: &Footprint) -> f32 {
         return f32::NEG_INFINITY;
     };
     let (ca, cb) = (a.corners(), b.corners());
-    let axes = [
-        Vec2::from_angle(*aa),
-        Vec2::from_angle(*aa).perp(),
-        Vec2::from_angle(*ab),
-        Vec2::from_angle(*ab).perp(),
-    ];
+    let axes =
+        [Vec2::from_angle(*aa), Vec2::from_angle(*aa).perp(), Vec2::from_angle(*ab), Vec2::from_angle(*ab).perp()];
     let mut min_overlap = f32::INFINITY;
     for axis in axes {
         let project = |cs: &[Vec2; 4]| {
-            cs.iter()
-                .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
-                    let d = c.dot(axis);
-                    (lo.min(d), hi.max(d))
-                })
+            cs.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
+                let d = c.dot(axis);
+                (lo.min(d), hi.max(d))
+            })
         };
         let (alo, ahi) = project(&ca);
         let (blo, bhi) = project(&cb);
@@ -166,20 +143,11 @@ pub fn boundary_walls(arena: &ArenaSpec) -> Vec<WallSpec> {
         return vec![];
     }
     let (w, h, t) = (arena.width, arena.height, arena.wall_thickness);
-    let wall = |name: &str, from: Vec2f, to: Vec2f| WallSpec {
-        name: name.to_string(),
-        from,
-        to,
-        thickness: t,
-    };
+    let wall = |name: &str, from: Vec2f, to: Vec2f| WallSpec { name: name.to_string(), from, to, thickness: t };
     vec![
         // The horizontal walls reach over the corners, closing them.
         wall("wallDown", (-t / 2.0, -t / 2.0), (w + t / 2.0, -t / 2.0)),
-        wall(
-            "wallUp",
-            (-t / 2.0, h + t / 2.0),
-            (w + t / 2.0, h + t / 2.0),
-        ),
+        wall("wallUp", (-t / 2.0, h + t / 2.0), (w + t / 2.0, h + t / 2.0)),
         wall("wallLeft", (-t / 2.0, 0.0), (-t / 2.0, h)),
         wall("wallRight", (w + t / 2.0, 0.0), (w + t / 2.0, h)),
     ]
@@ -210,6 +178,7 @@ pub fn validate(scene: &SceneFile) -> Vec<SceneError> {
         let mut err = |item: String, message: String| rest.push(SceneError { item, message });
         check_names(scene, &mut err);
         check_comms(&scene.comms, &mut err);
+        check_botlink(scene, &mut err);
         // Placement and overlap checks need sane numbers; skip them while sizes are wrong.
         if sizes.is_empty() {
             check_placement(scene, &mut err);
@@ -235,26 +204,17 @@ fn check_globals(scene: &SceneFile, err: &mut Report) {
         err("scene".into(), "name must not be empty".into());
     }
     if !(scene.dt.is_finite() && scene.dt > 0.0 && scene.dt <= 1.0) {
-        err(
-            "scene".into(),
-            format!("dt must be in (0, 1] seconds, got {}", scene.dt),
-        );
+        err("scene".into(), format!("dt must be in (0, 1] seconds, got {}", scene.dt));
     }
     if scene.substeps == 0 {
         err("scene".into(), "substeps must be at least 1".into());
     }
     let a = &scene.arena;
     if !positive(a.width) || !positive(a.height) {
-        err(
-            "arena".into(),
-            format!("size must be positive, got {} x {}", a.width, a.height),
-        );
+        err("arena".into(), format!("size must be positive, got {} x {}", a.width, a.height));
     }
     if !positive(a.wall_thickness) {
-        err(
-            "arena".into(),
-            format!("wall_thickness must be positive, got {}", a.wall_thickness),
-        );
+        err("arena".into(), format!("wall_thickness must be positive, got {}", a.wall_thickness));
     }
 }
 
@@ -281,10 +241,7 @@ fn check_names(scene: &SceneFile, err: &mut Report) {
             } else {
                 ""
             };
-            err(
-                format!("{kind} \"{name}\""),
-                format!("duplicate name: a {first} is already called \"{name}\"{also}"),
-            );
+            err(format!("{kind} \"{name}\""), format!("duplicate name: a {first} is already called \"{name}\"{also}"));
         } else {
             seen.insert(name, kind);
         }
@@ -297,16 +254,10 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
         if !finite2(w.from) || !finite2(w.to) {
             err(item.clone(), "coordinates must be finite numbers".into());
         } else if v(w.from).distance(v(w.to)) <= 0.0 {
-            err(
-                item.clone(),
-                "length must be positive (from and to are the same point)".into(),
-            );
+            err(item.clone(), "length must be positive (from and to are the same point)".into());
         }
         if !positive(w.thickness) {
-            err(
-                item,
-                format!("thickness must be positive, got {}", w.thickness),
-            );
+            err(item, format!("thickness must be positive, got {}", w.thickness));
         }
     }
     for b in &scene.boxes {
@@ -315,10 +266,7 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
             err(item.clone(), "coordinates must be finite numbers".into());
         }
         if !positive(b.size.0) || !positive(b.size.1) {
-            err(
-                item,
-                format!("size must be positive, got {} x {}", b.size.0, b.size.1),
-            );
+            err(item, format!("size must be positive, got {} x {}", b.size.0, b.size.1));
         }
     }
     for p in &scene.pens {
@@ -345,31 +293,19 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
             err(item.clone(), "position must be finite numbers".into());
         }
         if !positive(s.radius) {
-            err(
-                item.clone(),
-                format!("radius must be positive, got {}", s.radius),
-            );
+            err(item.clone(), format!("radius must be positive, got {}", s.radius));
         }
         if !(s.rate.is_finite() && s.rate >= 0.0) {
-            err(
-                item,
-                format!("rate must be zero or positive, got {}", s.rate),
-            );
+            err(item, format!("rate must be zero or positive, got {}", s.rate));
         }
     }
     for s in &scene.sonars {
         let item = format!("sonar \"{}\"", s.name);
         if !finite2(s.pos) || !s.axis.is_finite() {
-            err(
-                item.clone(),
-                "position and axis must be finite numbers".into(),
-            );
+            err(item.clone(), "position and axis must be finite numbers".into());
         }
         if !positive(s.width) {
-            err(
-                item.clone(),
-                format!("width must be positive, got {}", s.width),
-            );
+            err(item.clone(), format!("width must be positive, got {}", s.width));
         }
         if let Some(r) = s.range
             && !positive(r)
@@ -402,33 +338,20 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
     }
     let b = &r.battery;
     if !positive(b.capacity) {
-        e(format!(
-            "battery capacity must be positive, got {}",
-            b.capacity
-        ));
+        e(format!("battery capacity must be positive, got {}", b.capacity));
     } else if let Some(init) = b.initial
         && !(init.is_finite() && (0.0..=b.capacity).contains(&init))
     {
-        e(format!(
-            "battery initial charge {init} is outside 0..{}",
-            b.capacity
-        ));
+        e(format!("battery initial charge {init} is outside 0..{}", b.capacity));
     }
-    for (what, x) in [
-        ("idle_drain", b.idle_drain),
-        ("move_drain", b.move_drain),
-        ("turn_drain", b.turn_drain),
-    ] {
+    for (what, x) in [("idle_drain", b.idle_drain), ("move_drain", b.move_drain), ("turn_drain", b.turn_drain)] {
         if !(x.is_finite() && x >= 0.0) {
             e(format!("battery {what} must be zero or positive, got {x}"));
         }
     }
     let c = &r.camera;
     if !(positive(c.fov) && c.fov <= 360.0) {
-        e(format!(
-            "camera fov must be in (0, 360] degrees, got {}",
-            c.fov
-        ));
+        e(format!("camera fov must be in (0, 360] degrees, got {}", c.fov));
     }
     if !positive(c.range) {
         e(format!("camera range must be positive, got {}", c.range));
@@ -437,7 +360,7 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
         e("camera period must be at least 1 step".into());
     }
     match r.controller {
-        ControllerSpec::Idle => {}
+        ControllerSpec::Idle | ControllerSpec::External { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
             if !(linear.is_finite() && angular.is_finite()) {
                 e("Drive speeds must be finite numbers".into());
@@ -445,9 +368,7 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
         }
         ControllerSpec::Wander { speed } => {
             if !(positive(speed) && speed <= 1.0) {
-                e(format!(
-                    "Wander speed must be in (0, 1] (a fraction of max_speed), got {speed}"
-                ));
+                e(format!("Wander speed must be in (0, 1] (a fraction of max_speed), got {speed}"));
             }
         }
     }
@@ -455,42 +376,51 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
 
 fn check_comms(c: &CommsSpec, err: &mut Report) {
     if !(c.probability.is_finite() && (0.0..=1.0).contains(&c.probability)) {
-        err(
-            "comms".into(),
-            format!("probability {} is outside 0..1", c.probability),
-        );
+        err("comms".into(), format!("probability {} is outside 0..1", c.probability));
     }
     if let Some(r) = c.range
         && !(r.is_finite() && r >= 0.0)
     {
-        err(
-            "comms".into(),
-            format!("range must be zero or positive, got {r}"),
-        );
+        err("comms".into(), format!("range must be zero or positive, got {r}"));
+    }
+}
+
+fn check_botlink(scene: &SceneFile, err: &mut Report) {
+    let b = &scene.botlink;
+    if b.address.parse::<std::net::IpAddr>().is_err() {
+        err("botlink".into(), format!("address \"{}\" is not an IP address", b.address));
+    }
+    if !positive(b.watchdog) {
+        err("botlink".into(), format!("watchdog must be positive seconds, got {}", b.watchdog));
+    }
+    let mut ports: HashMap<u16, String> = HashMap::new();
+    if let Some(p) = b.update_all_port.filter(|p| *p != 0) {
+        ports.insert(p, "the update-all port".into());
+    }
+    for r in &scene.robots {
+        if let ControllerSpec::External { port } = r.controller
+            && port != 0
+        {
+            let me = format!("robot \"{}\"", r.name);
+            if let Some(other) = ports.get(&port) {
+                err(me, format!("UDP port {port} is already used by {other}"));
+            } else {
+                ports.insert(port, me);
+            }
+        }
     }
 }
 
 fn check_placement(scene: &SceneFile, err: &mut Report) {
     let (w, h) = (scene.arena.width, scene.arena.height);
     let floor = |p: Vec2, margin: f32| {
-        p.x - margin >= -1e-5
-            && p.y - margin >= -1e-5
-            && p.x + margin <= w + 1e-5
-            && p.y + margin <= h + 1e-5
+        p.x - margin >= -1e-5 && p.y - margin >= -1e-5 && p.x + margin <= w + 1e-5 && p.y + margin <= h + 1e-5
     };
-    let outside = |p: Vec2| {
-        format!(
-            "at ({:.2}, {:.2}) is outside the arena (0..{w} x 0..{h})",
-            p.x, p.y
-        )
-    };
+    let outside = |p: Vec2| format!("at ({:.2}, {:.2}) is outside the arena (0..{w} x 0..{h})", p.x, p.y);
     for r in &scene.robots {
         let p = Vec2::new(r.pose.0, r.pose.1);
         if !floor(p, r.radius) {
-            err(
-                format!("robot \"{}\"", r.name),
-                format!("body {}", outside(p)),
-            );
+            err(format!("robot \"{}\"", r.name), format!("body {}", outside(p)));
         }
         if let Some(den) = &r.den
             && !scene.dens.iter().any(|d| &d.name == den)
@@ -498,10 +428,7 @@ fn check_placement(scene: &SceneFile, err: &mut Report) {
             let known: Vec<&str> = scene.dens.iter().map(|d| d.name.as_str()).collect();
             err(
                 format!("robot \"{}\"", r.name),
-                format!(
-                    "den \"{den}\" does not exist (dens in this scene: {})",
-                    list(&known)
-                ),
+                format!("den \"{den}\" does not exist (dens in this scene: {})", list(&known)),
             );
         }
     }
@@ -513,10 +440,7 @@ fn check_placement(scene: &SceneFile, err: &mut Report) {
     for b in &scene.boxes {
         let fp = box_footprint(b);
         if let Some(c) = fp.corners().into_iter().find(|c| !floor(*c, 0.0)) {
-            err(
-                format!("box \"{}\"", b.name),
-                format!("corner {}", outside(c)),
-            );
+            err(format!("box \"{}\"", b.name), format!("corner {}", outside(c)));
         }
     }
     for d in &scene.dens {
@@ -539,23 +463,15 @@ fn check_placement(scene: &SceneFile, err: &mut Report) {
     for wall in &scene.walls {
         for end in [wall.from, wall.to] {
             if !floor(v(end), -wall.thickness) {
-                err(
-                    format!("wall \"{}\"", wall.name),
-                    format!("end {}", outside(v(end))),
-                );
+                err(format!("wall \"{}\"", wall.name), format!("end {}", outside(v(end))));
             }
         }
     }
     // A den is a refuge by a wall: its centre must be within two radii of a wall surface.
-    let walls: Vec<Footprint> = all_walls(scene)
-        .iter()
-        .map(|w| wall_footprint(v(w.from), v(w.to), w.thickness))
-        .collect();
+    let walls: Vec<Footprint> =
+        all_walls(scene).iter().map(|w| wall_footprint(v(w.from), v(w.to), w.thickness)).collect();
     for d in &scene.dens {
-        let nearest = walls
-            .iter()
-            .map(|f| f.signed_distance(v(d.pos)))
-            .fold(f32::INFINITY, f32::min);
+        let nearest = walls.iter().map(|f| f.signed_distance(v(d.pos))).fold(f32::INFINITY, f32::min);
         if nearest > 2.0 * d.radius {
             let found = if nearest.is_finite() {
                 format!("the nearest wall is {nearest:.2} m away")
@@ -574,11 +490,7 @@ fn check_placement(scene: &SceneFile, err: &mut Report) {
 }
 
 fn list(names: &[&str]) -> String {
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
+    if names.is_empty() { "none".into() } else { names.join(", ") }
 }
 
 /// The footprint of a box.
@@ -597,33 +509,17 @@ fn check_overlaps(scene: &SceneFile, err: &mut Report) {
     // Circles (robots and pens) go through a uniform grid, so a 10,000-robot scene is checked
     // in linear time; rectangles (walls and boxes) are few and checked against everything.
     let mut circles: Vec<(String, Vec2, f32)> = Vec::new();
-    circles.extend(scene.robots.iter().map(|r| {
-        (
-            format!("robot \"{}\"", r.name),
-            Vec2::new(r.pose.0, r.pose.1),
-            r.radius,
-        )
-    }));
     circles.extend(
-        scene
-            .pens
-            .iter()
-            .map(|p| (format!("pen \"{}\"", p.name), v(p.pos), p.radius)),
+        scene.robots.iter().map(|r| (format!("robot \"{}\"", r.name), Vec2::new(r.pose.0, r.pose.1), r.radius)),
     );
+    circles.extend(scene.pens.iter().map(|p| (format!("pen \"{}\"", p.name), v(p.pos), p.radius)));
     let mut rects: Vec<(String, Footprint, bool)> = Vec::new();
+    rects.extend(scene.boxes.iter().map(|b| (format!("box \"{}\"", b.name), box_footprint(b), false)));
     rects.extend(
-        scene
-            .boxes
+        all_walls(scene)
             .iter()
-            .map(|b| (format!("box \"{}\"", b.name), box_footprint(b), false)),
+            .map(|w| (format!("wall \"{}\"", w.name), wall_footprint(v(w.from), v(w.to), w.thickness), true)),
     );
-    rects.extend(all_walls(scene).iter().map(|w| {
-        (
-            format!("wall \"{}\"", w.name),
-            wall_footprint(v(w.from), v(w.to), w.thickness),
-            true,
-        )
-    }));
 
     let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
     let mut report = |a: &str, b: &str| {
@@ -651,10 +547,7 @@ fn check_overlaps(scene: &SceneFile, err: &mut Report) {
                 }
             }
         }
-        let fp = Footprint::Circle {
-            center: *center,
-            radius: *radius,
-        };
+        let fp = Footprint::Circle { center: *center, radius: *radius };
         for (rname, rect, _) in &rects {
             if fp.penetration(rect) > OVERLAP_EPS {
                 report(name, rname);
@@ -688,25 +581,12 @@ mod tests {
 
     fn scene() -> SceneFile {
         let mut s = SceneFile::empty("t", 4.0, 3.0);
-        s.dens.push(DenSpec {
-            name: "den".into(),
-            pos: (0.2, 1.5),
-            radius: 0.2,
-        });
+        s.dens.push(DenSpec { name: "den".into(), pos: (0.2, 1.5), radius: 0.2 });
         let mut r = RobotSpec::new("r1", 0.2, 1.5, 0.0);
         r.den = Some("den".into());
         s.robots.push(r);
-        s.boxes.push(BoxSpec {
-            name: "b".into(),
-            center: (2.0, 1.5),
-            size: (0.4, 0.4),
-            angle: 0.0,
-        });
-        s.pens.push(PenSpec {
-            name: "p".into(),
-            pos: (3.0, 1.0),
-            radius: 0.03,
-        });
+        s.boxes.push(BoxSpec { name: "b".into(), center: (2.0, 1.5), size: (0.4, 0.4), angle: 0.0 });
+        s.pens.push(PenSpec { name: "p".into(), pos: (3.0, 1.0), radius: 0.03 });
         s
     }
 
@@ -732,11 +612,7 @@ mod tests {
         let mut s = scene();
         s.boxes[0].name = "wallUp".into();
         let m = messages(&s);
-        assert!(
-            m.iter()
-                .any(|e| e.contains("box \"wallUp\"") && e.contains("boundary walls")),
-            "{m:?}"
-        );
+        assert!(m.iter().any(|e| e.contains("box \"wallUp\"") && e.contains("boundary walls")), "{m:?}");
     }
 
     #[test]
@@ -744,27 +620,14 @@ mod tests {
         let mut s = scene();
         s.dens[0].pos = (2.0, 2.5);
         let m = messages(&s);
-        assert!(
-            m.iter()
-                .any(|e| e.starts_with("den \"den\": not near a wall")),
-            "{m:?}"
-        );
+        assert!(m.iter().any(|e| e.starts_with("den \"den\": not near a wall")), "{m:?}");
     }
 
     #[test]
     fn den_near_an_inner_wall_is_accepted() {
         let mut s = scene();
-        s.walls.push(WallSpec {
-            name: "inner".into(),
-            from: (1.0, 2.5),
-            to: (3.0, 2.5),
-            thickness: 0.1,
-        });
-        s.dens.push(DenSpec {
-            name: "den2".into(),
-            pos: (2.0, 2.25),
-            radius: 0.2,
-        });
+        s.walls.push(WallSpec { name: "inner".into(), from: (1.0, 2.5), to: (3.0, 2.5), thickness: 0.1 });
+        s.dens.push(DenSpec { name: "den2".into(), pos: (2.0, 2.25), radius: 0.2 });
         assert_eq!(messages(&s), Vec::<String>::new());
     }
 
@@ -773,11 +636,7 @@ mod tests {
         let mut s = scene();
         s.robots[0].pose = (5.0, 1.0, 0.0);
         let m = messages(&s);
-        assert!(
-            m.iter()
-                .any(|e| e.starts_with("robot \"r1\": body at (5.00, 1.00) is outside the arena")),
-            "{m:?}"
-        );
+        assert!(m.iter().any(|e| e.starts_with("robot \"r1\": body at (5.00, 1.00) is outside the arena")), "{m:?}");
     }
 
     #[test]
@@ -785,46 +644,25 @@ mod tests {
         let mut s = scene();
         s.robots[0].pose = (0.05, 1.5, 0.0);
         let m = messages(&s);
-        assert!(
-            m.iter().any(|e| e.starts_with("robot \"r1\": body")),
-            "{m:?}"
-        );
+        assert!(m.iter().any(|e| e.starts_with("robot \"r1\": body")), "{m:?}");
     }
 
     #[test]
     fn overlapping_bodies_are_named() {
         let mut s = scene();
         s.robots.push(RobotSpec::new("r2", 0.3, 1.5, 0.0));
-        s.pens.push(PenSpec {
-            name: "p2".into(),
-            pos: (2.1, 1.5),
-            radius: 0.03,
-        });
+        s.pens.push(PenSpec { name: "p2".into(), pos: (2.1, 1.5), radius: 0.03 });
         let m = messages(&s);
-        assert!(
-            m.contains(&"robot \"r1\": overlaps robot \"r2\"".to_string()),
-            "{m:?}"
-        );
-        assert!(
-            m.contains(&"pen \"p2\": overlaps box \"b\"".to_string()),
-            "{m:?}"
-        );
+        assert!(m.contains(&"robot \"r1\": overlaps robot \"r2\"".to_string()), "{m:?}");
+        assert!(m.contains(&"pen \"p2\": overlaps box \"b\"".to_string()), "{m:?}");
     }
 
     #[test]
     fn rotated_boxes_overlap_by_separating_axes() {
         let mut s = scene();
-        s.boxes.push(BoxSpec {
-            name: "b2".into(),
-            center: (2.45, 1.5),
-            size: (0.4, 0.4),
-            angle: 45.0,
-        });
+        s.boxes.push(BoxSpec { name: "b2".into(), center: (2.45, 1.5), size: (0.4, 0.4), angle: 45.0 });
         let m = messages(&s);
-        assert!(
-            m.contains(&"box \"b\": overlaps box \"b2\"".to_string()),
-            "{m:?}"
-        );
+        assert!(m.contains(&"box \"b\": overlaps box \"b2\"".to_string()), "{m:?}");
         s.boxes[1].center = (2.55, 1.5);
         assert_eq!(messages(&s), Vec::<String>::new());
     }
@@ -844,38 +682,32 @@ mod tests {
         s.pens[0].radius = 0.0;
         s.arena.width = 0.0;
         let m = messages(&s);
-        assert!(
-            m.contains(&"box \"b\": size must be positive, got 0 x 1".to_string()),
-            "{m:?}"
-        );
-        assert!(
-            m.contains(&"robot \"r1\": radius must be positive, got -0.1".to_string()),
-            "{m:?}"
-        );
-        assert!(
-            m.contains(&"pen \"p\": radius must be positive, got 0".to_string()),
-            "{m:?}"
-        );
-        assert!(
-            m.iter()
-                .any(|e| e.starts_with("arena: size must be positive")),
-            "{m:?}"
-        );
+        assert!(m.contains(&"box \"b\": size must be positive, got 0 x 1".to_string()), "{m:?}");
+        assert!(m.contains(&"robot \"r1\": radius must be positive, got -0.1".to_string()), "{m:?}");
+        assert!(m.contains(&"pen \"p\": radius must be positive, got 0".to_string()), "{m:?}");
+        assert!(m.iter().any(|e| e.starts_with("arena: size must be positive")), "{m:?}");
     }
 
     #[test]
     fn probability_outside_unit_interval_is_rejected() {
         let mut s = scene();
         s.comms.probability = 1.5;
-        assert_eq!(
-            messages(&s),
-            vec!["comms: probability 1.5 is outside 0..1".to_string()]
-        );
+        assert_eq!(messages(&s), vec!["comms: probability 1.5 is outside 0..1".to_string()]);
         s.comms.probability = -0.1;
-        assert_eq!(
-            messages(&s),
-            vec!["comms: probability -0.1 is outside 0..1".to_string()]
-        );
+        assert_eq!(messages(&s), vec!["comms: probability -0.1 is outside 0..1".to_string()]);
+    }
+
+    #[test]
+    fn botlink_ports_and_address_are_checked() {
+        let mut s = scene();
+        s.botlink.update_all_port = Some(9000);
+        s.botlink.address = "localhost:1".into();
+        s.botlink.watchdog = 0.0;
+        s.robots[0].controller = ControllerSpec::External { port: 9000 };
+        let m = messages(&s);
+        assert!(m.contains(&"botlink: address \"localhost:1\" is not an IP address".to_string()), "{m:?}");
+        assert!(m.contains(&"botlink: watchdog must be positive seconds, got 0".to_string()), "{m:?}");
+        assert!(m.contains(&"robot \"r1\": UDP port 9000 is already used by the update-all port".to_string()), "{m:?}");
     }
 
     #[test]
@@ -902,11 +734,7 @@ mod tests {
 
     #[test]
     fn signed_distance_to_rotated_rect() {
-        let r = Footprint::Rect {
-            center: Vec2::ZERO,
-            half: Vec2::new(1.0, 0.5),
-            angle: std::f32::consts::FRAC_PI_2,
-        };
+        let r = Footprint::Rect { center: Vec2::ZERO, half: Vec2::new(1.0, 0.5), angle: std::f32::consts::FRAC_PI_2 };
         assert!((r.signed_distance(Vec2::new(0.0, 2.0)) - 1.0).abs() < 1e-5);
         assert!((r.signed_distance(Vec2::new(1.0, 0.0)) - 0.5).abs() < 1e-5);
         assert!(r.signed_distance(Vec2::ZERO) < 0.0);

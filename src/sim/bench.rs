@@ -23,11 +23,7 @@ pub fn bench_scene(robots: usize, seed: u64) -> SceneFile {
         r.controller = ControllerSpec::Wander { speed: 0.8 };
         scene.robots.push(r);
         if i % 4 == 0 {
-            scene.pens.push(PenSpec {
-                name: format!("p{i}"),
-                pos: (x + 0.5, y + 0.5),
-                radius: 0.03,
-            });
+            scene.pens.push(PenSpec { name: format!("p{i}"), pos: (x + 0.5, y + 0.5), radius: 0.03 });
         }
     }
     scene
@@ -43,22 +39,12 @@ pub struct BenchResult {
 }
 
 /// Builds the arena, then times `steps` steps (scene building excluded).
-pub fn run_bench(
-    robots: usize,
-    steps: u64,
-    seed: u64,
-    mut progress: impl FnMut(u64),
-) -> BenchResult {
+pub fn run_bench(robots: usize, steps: u64, seed: u64, mut progress: impl FnMut(u64)) -> BenchResult {
     let mut app = headless_app(bench_scene(robots, seed), SceneSource::Generated);
     let start = Instant::now();
     run_in_chunks(&mut app, steps, 10, &mut progress);
     let wall = start.elapsed().as_secs_f64();
-    BenchResult {
-        robots,
-        steps,
-        wall_time_s: wall,
-        robot_steps_per_s: robots as f64 * steps as f64 / wall.max(1e-9),
-    }
+    BenchResult { robots, steps, wall_time_s: wall, robot_steps_per_s: robots as f64 * steps as f64 / wall.max(1e-9) }
 }
 
 #[cfg(test)]

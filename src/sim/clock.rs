@@ -75,10 +75,7 @@ impl Default for SimClock {
 impl SimClock {
     /// A clock that follows the wall clock at normal speed.
     pub fn real_time() -> Self {
-        Self {
-            mode: ClockMode::RealTime,
-            ..default()
-        }
+        Self { mode: ClockMode::RealTime, ..default() }
     }
 
     /// Runs `n` more steps: in manual mode on the next update, in real-time mode as single
@@ -154,15 +151,13 @@ impl SimClock {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<SimClock>()
-        .add_systems(Startup, pause_virtual_time)
-        .add_systems(
-            RunFixedMainLoop,
-            (
-                feed_fixed_loop.in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
-                measure_fixed_loop.in_set(RunFixedMainLoopSystems::AfterFixedMainLoop),
-            ),
-        );
+    app.init_resource::<SimClock>().add_systems(Startup, pause_virtual_time).add_systems(
+        RunFixedMainLoop,
+        (
+            feed_fixed_loop.in_set(RunFixedMainLoopSystems::BeforeFixedMainLoop),
+            measure_fixed_loop.in_set(RunFixedMainLoopSystems::AfterFixedMainLoop),
+        ),
+    );
 }
 
 /// Only [`feed_fixed_loop`] may add time to the fixed loop.
@@ -170,11 +165,7 @@ fn pause_virtual_time(mut virt: ResMut<Time<Virtual>>) {
     virt.pause();
 }
 
-fn feed_fixed_loop(
-    mut clock: ResMut<SimClock>,
-    real: Res<Time<Real>>,
-    mut fixed: ResMut<Time<Fixed>>,
-) {
+fn feed_fixed_loop(mut clock: ResMut<SimClock>, real: Res<Time<Real>>, mut fixed: ResMut<Time<Fixed>>) {
     let step = fixed.timestep();
     let n = clock.steps_this_frame(real.delta_secs_f64(), step.as_secs_f64());
     clock.record_rate(real.delta_secs_f64(), n);

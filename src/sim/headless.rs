@@ -10,9 +10,7 @@ use crate::scene::{PendingScene, SceneFile, SceneSource};
 pub fn headless_app(scene: SceneFile, source: SceneSource) -> App {
     let mut app = App::new();
     app.add_plugins((MinimalPlugins, TransformPlugin, crate::SimPlugin));
-    app.world_mut()
-        .resource_mut::<PendingScene>()
-        .request(scene, source);
+    app.world_mut().resource_mut::<PendingScene>().request(scene, source);
     app.finish();
     app.cleanup();
     // The first update loads the scene and runs no step.

@@ -48,11 +48,7 @@ pub struct SimTime {
 
 impl Default for SimTime {
     fn default() -> Self {
-        Self {
-            step: 0,
-            dt: 0.02,
-            dt_exact: 0.02,
-        }
+        Self { step: 0, dt: 0.02, dt_exact: 0.02 }
     }
 }
 
@@ -64,53 +60,32 @@ impl SimTime {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.insert_resource(TimestepMode::Fixed {
-        dt: 0.02,
-        substeps: 1,
-    })
-    .add_plugins(
-        RapierPhysicsPlugin::<NoUserData>::default()
-            // The scene loader creates a fresh physics context for every scene it loads.
-            .with_custom_initialization(RapierContextInitialization::NoAutomaticRapierContext)
-            .in_fixed_schedule(),
-    )
-    .init_resource::<SimTime>()
-    .init_resource::<TrajectoryHash>()
-    .insert_resource(rng::SimSeed(0))
-    .configure_sets(
-        FixedUpdate,
-        (
-            SimSet::Sense,
-            SimSet::Think,
-            SimSet::Act,
-            SimSet::Physics,
-            SimSet::Communicate,
-            SimSet::Record,
+    app.insert_resource(TimestepMode::Fixed { dt: 0.02, substeps: 1 })
+        .add_plugins(
+            RapierPhysicsPlugin::<NoUserData>::default()
+                // The scene loader creates a fresh physics context for every scene it loads.
+                .with_custom_initialization(RapierContextInitialization::NoAutomaticRapierContext)
+                .in_fixed_schedule(),
         )
-            .chain(),
-    )
-    .configure_sets(
-        FixedUpdate,
-        (
-            PhysicsSet::SyncBackend,
-            PhysicsSet::StepSimulation,
-            PhysicsSet::Writeback,
+        .init_resource::<SimTime>()
+        .init_resource::<TrajectoryHash>()
+        .insert_resource(rng::SimSeed(0))
+        .configure_sets(
+            FixedUpdate,
+            (SimSet::Sense, SimSet::Think, SimSet::Act, SimSet::Physics, SimSet::Communicate, SimSet::Record).chain(),
         )
-            .in_set(SimSet::Physics),
-    )
-    .add_systems(FixedUpdate, hash_poses.in_set(SimSet::Record))
-    // After every stage of the step, so all of them saw the same step number.
-    .add_systems(FixedLast, advance_step);
+        .configure_sets(
+            FixedUpdate,
+            (PhysicsSet::SyncBackend, PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSet::Physics),
+        )
+        .add_systems(FixedUpdate, hash_poses.in_set(SimSet::Record))
+        // After every stage of the step, so all of them saw the same step number.
+        .add_systems(FixedLast, advance_step);
     clock::plugin(app);
 }
 
 /// Folds every robot's pose into the trajectory hash, in robot order.
-fn hash_poses(
-    time: Res<SimTime>,
-    order: Res<RobotOrder>,
-    robots: Query<&Transform>,
-    mut hash: ResMut<TrajectoryHash>,
-) {
+fn hash_poses(time: Res<SimTime>, order: Res<RobotOrder>, robots: Query<&Transform>, mut hash: ResMut<TrajectoryHash>) {
     let h = &mut hash.0;
     h.write_u64(time.step);
     for &e in &order.0 {

@@ -66,9 +66,7 @@ pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
     let time = *world.resource::<SimTime>();
     let hash = world.resource::<TrajectoryHash>().hex();
     let seed = world.resource::<SimSeed>().0;
-    let scene = world
-        .get_resource::<ActiveScene>()
-        .map_or_else(String::new, |s| s.scene.name.clone());
+    let scene = world.get_resource::<ActiveScene>().map_or_else(String::new, |s| s.scene.name.clone());
     let order = world.resource::<RobotOrder>().0.clone();
     let mut robots_q = world.query::<(&Name, &Transform, &Odometry, &Battery)>();
     let robots = order
@@ -90,20 +88,13 @@ pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
         })
         .collect();
     let mut pens_q = world.query_filtered::<(Has<Held>, Has<Boxed>), (With<Pen>, Without<Robot>)>();
-    let mut pens = PenReport {
-        total: 0,
-        held: 0,
-        boxed: 0,
-    };
+    let mut pens = PenReport { total: 0, held: 0, boxed: 0 };
     for (held, boxed) in pens_q.iter(world) {
         pens.total += 1;
         pens.held += u32::from(held);
         pens.boxed += u32::from(boxed);
     }
-    let fns = world
-        .get_resource::<ReportSections>()
-        .map(|s| s.0.clone())
-        .unwrap_or_default();
+    let fns = world.get_resource::<ReportSections>().map(|s| s.0.clone()).unwrap_or_default();
     let sections = fns.into_iter().filter_map(|f| f(world)).collect();
     RunReport {
         scene,
@@ -123,22 +114,14 @@ impl RunReport {
     /// The human summary `crsim run` prints.
     pub fn summary(&self) -> String {
         let mut s = String::new();
-        let rate = if self.wall_time_s > 0.0 {
-            self.steps as f64 / self.wall_time_s
-        } else {
-            0.0
-        };
+        let rate = if self.wall_time_s > 0.0 { self.steps as f64 / self.wall_time_s } else { 0.0 };
         let _ = writeln!(s, "scene: {}  seed: {}", self.scene, self.seed);
         let _ = writeln!(
             s,
             "steps: {}  sim_time_s: {:.3}  wall_time_s: {:.3}  steps_per_s: {:.0}",
             self.steps, self.sim_time_s, self.wall_time_s, rate
         );
-        let _ = writeln!(
-            s,
-            "pens: {} total, {} held, {} boxed",
-            self.pens.total, self.pens.held, self.pens.boxed
-        );
+        let _ = writeln!(s, "pens: {} total, {} held, {} boxed", self.pens.total, self.pens.held, self.pens.boxed);
         let shown = self.robots.len().min(20);
         for r in &self.robots[..shown] {
             let _ = writeln!(

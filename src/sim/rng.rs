@@ -41,17 +41,8 @@ mod tests {
     fn streams_are_reproducible_and_distinct() {
         let a: Vec<u64> = (0..4).map(|_| stream(7, "wander", 0).next_u64()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
-        assert_ne!(
-            stream(7, "wander", 0).next_u64(),
-            stream(7, "wander", 1).next_u64()
-        );
-        assert_ne!(
-            stream(7, "wander", 0).next_u64(),
-            stream(7, "comms", 0).next_u64()
-        );
-        assert_ne!(
-            stream(7, "wander", 0).next_u64(),
-            stream(8, "wander", 0).next_u64()
-        );
+        assert_ne!(stream(7, "wander", 0).next_u64(), stream(7, "wander", 1).next_u64());
+        assert_ne!(stream(7, "wander", 0).next_u64(), stream(7, "comms", 0).next_u64());
+        assert_ne!(stream(7, "wander", 0).next_u64(), stream(8, "wander", 0).next_u64());
     }
 }

@@ -4,17 +4,21 @@
 
 use std::path::PathBuf;
 
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
+use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
+use crate::botlink::{BotLink, LinkState, LinkStats};
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
-    AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor,
-    HomeDen, Odometry, PowerSensor, Robot, pose,
+    AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor, HomeDen, LampState,
+    Odometry, PowerSensor, Robot, pose,
 };
 use crate::scene::hot_reload::reload_from;
 use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus};
 use crate::sim::{SimClock, SimTime, Speed, TrajectoryHash};
+use crate::skills::{EmergencyStop, Executor, SkillGroup};
 use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 
 /// Text typed into the "open scene" field.
@@ -24,10 +28,7 @@ struct OpenField(String);
 pub fn plugin(app: &mut App) {
     app.init_resource::<OpenField>()
         .add_systems(Update, keyboard_shortcuts)
-        .add_systems(
-            EguiPrimaryContextPass,
-            (control_panel, world_labels).chain(),
-        );
+        .add_systems(EguiPrimaryContextPass, (control_panel, world_labels).chain());
 }
 
 /// Label at most this many robots by name (beyond, only the selected one).
@@ -38,33 +39,25 @@ fn world_labels(
     mut contexts: EguiContexts,
     camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
     selection: Res<Selection>,
+    panel: Res<PanelWidth>,
     robots: Query<(Entity, &Name, &Transform, &Robot)>,
     objects: Query<(&Name, &Transform), Or<(With<PenBox>, With<Station>, With<Den>, With<Sonar>)>>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let (cam, cam_t) = *camera;
-    let painter = ctx.layer_painter(egui::LayerId::new(
-        egui::Order::Background,
-        egui::Id::new("world-labels"),
-    ));
+    // Clipped to the world view, so labels never draw over the panel.
+    let view = egui::Rect::from_min_max(egui::pos2(panel.0, 0.0), ctx.viewport_rect().max);
+    let painter = ctx
+        .layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::new("world-labels")))
+        .with_clip_rect(view);
     let font = egui::FontId::proportional(11.0);
     let label = |world: Vec2, text: &str, colour: egui::Color32| {
         if let Ok(p) = cam.world_to_viewport(cam_t, world.extend(0.0)) {
-            painter.text(
-                egui::pos2(p.x, p.y),
-                egui::Align2::CENTER_TOP,
-                text,
-                font.clone(),
-                colour,
-            );
+            painter.text(egui::pos2(p.x, p.y), egui::Align2::CENTER_TOP, text, font.clone(), colour);
         }
     };
     for (name, t) in &objects {
-        label(
-            t.translation.truncate(),
-            name.as_str(),
-            egui::Color32::from_gray(60),
-        );
+        label(t.translation.truncate(), name.as_str(), egui::Color32::from_gray(60));
     }
     let all = robots.iter().len() <= LABELS_UP_TO;
     for (e, name, t, robot) in &robots {
@@ -76,12 +69,17 @@ fn world_labels(
     Ok(())
 }
 
-/// Space pauses or resumes; `.` runs one step while paused.
+/// Space pauses or resumes; `.` runs one step while paused; Escape engages or releases the
+/// emergency stop.
 fn keyboard_shortcuts(
     keys: Res<ButtonInput<KeyCode>>,
     wants: Res<bevy_egui::input::EguiWantsInput>,
     mut clock: ResMut<SimClock>,
+    mut estop: ResMut<EmergencyStop>,
 ) {
+    if keys.just_pressed(KeyCode::Escape) {
+        estop.engaged = !estop.engaged;
+    }
     if wants.wants_keyboard_input() {
         return;
     }
@@ -110,6 +108,16 @@ type RobotView<'a> = (
     &'a HomeDen,
 );
 
+/// What the panel shows of the bot manager and the skill system.
+#[derive(SystemParam)]
+struct BotManagerView<'w, 's> {
+    estop: ResMut<'w, EmergencyStop>,
+    stats: Res<'w, LinkStats>,
+    update_all: Res<'w, UpdateAllSocket>,
+    links: Query<'w, 's, (Entity, &'static Name, &'static BotLink, Option<&'static UdpEndpoint>)>,
+    detail: Query<'w, 's, (&'static Executor, &'static BotLink, Option<&'static UdpEndpoint>, &'static LampState)>,
+}
+
 fn control_panel(
     mut contexts: EguiContexts,
     mut clock: ResMut<SimClock>,
@@ -120,50 +128,85 @@ fn control_panel(
     mut status: ResMut<SceneStatus>,
     mut open: ResMut<OpenField>,
     mut panel_width: ResMut<PanelWidth>,
-    selection: Res<Selection>,
+    mut selection: ResMut<Selection>,
     robots: Query<RobotView>,
     names: Query<&Name>,
     pens: Query<Has<Boxed>, With<Pen>>,
-    robot_count: Query<(), With<Robot>>,
+    mut bots: BotManagerView,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
         ctx.clone(),
         "crsim-root".into(),
-        egui::UiBuilder::new()
-            .layer_id(egui::LayerId::background())
-            .max_rect(ctx.viewport_rect()),
+        egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect()),
     );
-    let response = egui::Panel::left("control")
-        .resizable(true)
-        .default_size(320.0)
-        .show(&mut root, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                ui.heading("crsim");
-                scene_section(ui, active.as_deref(), &mut pending, &mut status, &mut open);
-                ui.separator();
-                run_section(
-                    ui,
-                    &mut clock,
-                    &time,
-                    &hash,
-                    active.as_deref(),
-                    &mut pending,
-                );
-                ui.separator();
-                let (total, boxed) = pens
-                    .iter()
-                    .fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
-                ui.label(format!(
-                    "robots: {}   pens boxed: {boxed} / {total}",
-                    robot_count.iter().len()
-                ));
-                ui.separator();
-                inspector(ui, selection.0.and_then(|e| robots.get(e).ok()), &names);
-            });
+    let response = egui::Panel::left("control").resizable(true).default_size(320.0).show(&mut root, |ui| {
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            ui.heading("crsim");
+            scene_section(ui, active.as_deref(), &mut pending, &mut status, &mut open);
+            ui.separator();
+            emergency_stop(ui, &mut bots.estop);
+            run_section(ui, &mut clock, &time, &hash, active.as_deref(), &mut pending);
+            ui.separator();
+            let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
+            ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
+            ui.separator();
+            bot_manager_section(ui, &bots, &mut selection);
+            ui.separator();
+            let selected = selection.0.and_then(|e| robots.get(e).ok().zip(bots.detail.get(e).ok()));
+            inspector(ui, selected, &names);
         });
+    });
     panel_width.0 = response.response.rect.width();
     Ok(())
+}
+
+fn emergency_stop(ui: &mut egui::Ui, estop: &mut EmergencyStop) {
+    let (text, fill) = if estop.engaged {
+        ("EMERGENCY STOP ENGAGED — release (Esc)", egui::Color32::from_rgb(120, 30, 30))
+    } else {
+        ("EMERGENCY STOP (Esc)", egui::Color32::from_rgb(200, 40, 30))
+    };
+    let button = egui::Button::new(egui::RichText::new(text).strong().color(egui::Color32::WHITE)).fill(fill);
+    if ui.add_sized([ui.available_width(), 28.0], button).clicked() {
+        estop.engaged = !estop.engaged;
+    }
+}
+
+fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut Selection) {
+    ui.heading("Bot manager");
+    let mut counts = [0usize; 3];
+    for (_, _, link, _) in &bots.links {
+        counts[link.state as usize] += 1;
+    }
+    ui.label(format!(
+        "online {}   connecting {}   offline {}",
+        counts[LinkState::Online as usize],
+        counts[LinkState::Connecting as usize],
+        counts[LinkState::Offline as usize]
+    ));
+    let s = &*bots.stats;
+    ui.label(
+        egui::RichText::new(format!(
+            "packets sent {}  received {}  malformed {}  refused {}  errors sent {}",
+            s.packets_sent, s.packets_received, s.malformed, s.refused, s.errors_sent
+        ))
+        .small(),
+    );
+    if let Some(addr) = bots.update_all.local {
+        ui.label(format!("update-all port: udp://{addr}"));
+    }
+    if let Some(e) = &s.last_error {
+        ui.label(egui::RichText::new(e).small().color(egui::Color32::from_rgb(220, 60, 50)));
+    }
+    // External robots: where to reach them and how their link is.
+    for (e, name, link, endpoint) in bots.links.iter().filter(|(_, _, l, _)| l.external) {
+        let addr = endpoint.map_or("not bound".to_string(), |ep| format!("udp://{}", ep.local));
+        let text = format!("{name}: {} — {addr}", link.state.name());
+        if ui.selectable_label(selection.0 == Some(e), text).clicked() {
+            selection.0 = Some(e);
+        }
+    }
 }
 
 fn scene_section(
@@ -178,35 +221,20 @@ fn scene_section(
         ui.label(egui::RichText::new(a.source.label()).small());
     }
     ui.horizontal(|ui| {
-        ui.add(
-            egui::TextEdit::singleline(&mut open.0)
-                .hint_text("scenes/explorer.ron")
-                .desired_width(200.0),
-        );
+        ui.add(egui::TextEdit::singleline(&mut open.0).hint_text("scenes/explorer.ron").desired_width(200.0));
         if ui.button("Open").clicked() && !open.0.trim().is_empty() {
             reload_from(&PathBuf::from(open.0.trim()), pending, status);
         }
     });
     if let Some(a) = active
         && let SceneSource::File(path) = &a.source
-        && ui
-            .button("Reload from file")
-            .on_hover_text("also happens on every save")
-            .clicked()
+        && ui.button("Reload from file").on_hover_text("also happens on every save").clicked()
     {
         reload_from(path, pending, status);
     }
     if let Some(err) = &status.error {
-        ui.colored_label(
-            egui::Color32::from_rgb(220, 60, 50),
-            "Scene not loaded; the running scene is kept:",
-        );
-        ui.label(
-            egui::RichText::new(err)
-                .monospace()
-                .small()
-                .color(egui::Color32::from_rgb(220, 60, 50)),
-        );
+        ui.colored_label(egui::Color32::from_rgb(220, 60, 50), "Scene not loaded; the running scene is kept:");
+        ui.label(egui::RichText::new(err).monospace().small().color(egui::Color32::from_rgb(220, 60, 50)));
     } else if let Some(note) = &status.note {
         ui.label(egui::RichText::new(note).small());
     }
@@ -221,25 +249,14 @@ fn run_section(
     pending: &mut PendingScene,
 ) {
     ui.horizontal(|ui| {
-        let label = if clock.paused {
-            "▶ Resume"
-        } else {
-            "⏸ Pause"
-        };
+        let label = if clock.paused { "▶ Resume" } else { "⏸ Pause" };
         if ui.button(label).on_hover_text("Space").clicked() {
             clock.paused = !clock.paused;
         }
-        if ui
-            .add_enabled(clock.paused, egui::Button::new("Step"))
-            .on_hover_text(".")
-            .clicked()
-        {
+        if ui.add_enabled(clock.paused, egui::Button::new("Step")).on_hover_text(".").clicked() {
             clock.queue_steps(1);
         }
-        if ui
-            .button("Reset")
-            .on_hover_text("restart the scene from step 0")
-            .clicked()
+        if ui.button("Reset").on_hover_text("restart the scene from step 0").clicked()
             && let Some(a) = active
         {
             pending.request(a.scene.clone(), a.source.clone());
@@ -252,17 +269,11 @@ fn run_section(
     };
     ui.horizontal(|ui| {
         ui.label("speed");
-        let slider = egui::Slider::new(&mut factor, 0.1..=100.0)
-            .logarithmic(true)
-            .suffix("×");
+        let slider = egui::Slider::new(&mut factor, 0.1..=100.0).logarithmic(true).suffix("×");
         let changed = ui.add_enabled(!max, slider).changed();
         let toggled = ui.checkbox(&mut max, "max").changed();
         if changed || toggled {
-            clock.speed = if max {
-                Speed::Max
-            } else {
-                Speed::Factor(factor)
-            };
+            clock.speed = if max { Speed::Max } else { Speed::Factor(factor) };
         }
     });
     egui::Grid::new("stats").num_columns(2).show(ui, |ui| {
@@ -273,10 +284,7 @@ fn run_section(
         ui.label(format!("{:.2} s", time.seconds()));
         ui.end_row();
         ui.label("steps/s");
-        ui.label(format!(
-            "{:.0} (up to {:.0})",
-            clock.actual_steps_per_s, clock.capacity_steps_per_s
-        ));
+        ui.label(format!("{:.0} (up to {:.0})", clock.actual_steps_per_s, clock.capacity_steps_per_s));
         ui.end_row();
         ui.label("hash");
         ui.label(egui::RichText::new(hash.hex()).monospace());
@@ -285,31 +293,20 @@ fn run_section(
 }
 
 fn name_of(names: &Query<&Name>, e: Entity) -> String {
-    names
-        .get(e)
-        .map_or_else(|_| format!("{e}"), |n| n.to_string())
+    names.get(e).map_or_else(|_| format!("{e}"), |n| n.to_string())
 }
+
+type LinkView<'a> = (&'a Executor, &'a BotLink, Option<&'a UdpEndpoint>, &'a LampState);
 
 fn inspector(
     ui: &mut egui::Ui,
-    robot: Option<<RobotView as bevy::ecs::query::QueryData>::Item<'_, '_>>,
+    robot: Option<(<RobotView as bevy::ecs::query::QueryData>::Item<'_, '_>, LinkView<'_>)>,
     names: &Query<&Name>,
 ) {
     ui.heading("Inspector");
     let Some((
-        name,
-        t,
-        robot,
-        cmd,
-        applied,
-        battery,
-        power,
-        camera,
-        grip,
-        bump,
-        odo,
-        controller,
-        den,
+        (name, t, robot, cmd, applied, battery, power, camera, grip, bump, odo, controller, den),
+        (executor, link, endpoint, lamp),
     )) = robot
     else {
         ui.label("Click a robot to inspect it.");
@@ -325,30 +322,10 @@ fn inspector(
         };
         row("controller", format!("{:?}", controller.0));
         row("den", den.0.map_or("none".into(), |d| name_of(names, d)));
-        row(
-            "pose",
-            format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()),
-        );
-        row(
-            "command",
-            format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()),
-        );
-        row(
-            "applied",
-            format!(
-                "{:.2} m/s, {:.0}°/s",
-                applied.linear,
-                applied.angular.to_degrees()
-            ),
-        );
-        row(
-            "limits",
-            format!(
-                "{:.2} m/s, {:.0}°/s",
-                robot.max_speed,
-                robot.max_turn.to_degrees()
-            ),
-        );
+        row("pose", format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()));
+        row("command", format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()));
+        row("applied", format!("{:.2} m/s, {:.0}°/s", applied.linear, applied.angular.to_degrees()));
+        row("limits", format!("{:.2} m/s, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees()));
         row(
             "battery",
             format!(
@@ -359,32 +336,33 @@ fn inspector(
                 if power.charging { ", charging" } else { "" }
             ),
         );
-        row(
-            "holding",
-            grip.holding.map_or("nothing".into(), |e| name_of(names, e)),
-        );
-        row(
-            "pen in reach",
-            grip.pen_in_reach
-                .map_or("none".into(), |e| name_of(names, e)),
-        );
+        row("holding", grip.holding.map_or("nothing".into(), |e| name_of(names, e)));
+        row("pen in reach", grip.pen_in_reach.map_or("none".into(), |e| name_of(names, e)));
         let touching: Vec<String> = bump.touching.iter().map(|&e| name_of(names, e)).collect();
-        row(
-            "bump",
-            if touching.is_empty() {
-                "clear".into()
-            } else {
-                touching.join(", ")
-            },
-        );
+        row("bump", if touching.is_empty() { "clear".into() } else { touching.join(", ") });
         row("collisions", odo.collisions.to_string());
         row("distance", format!("{:.2} m", odo.distance));
+        row("lamp", if lamp.on { "on".into() } else { "off".into() });
+        let kind = if link.external { "external" } else { "internal" };
+        row("link", format!("{} ({kind})", link.state.name()));
+        if let Some(ep) = endpoint {
+            let peer = ep.peer.map_or("no controller yet".to_string(), |p| format!("from {p}"));
+            row("udp", format!("{} {peer}", ep.local));
+        }
+        for group in SkillGroup::ALL {
+            let running = executor.0.running(group).map_or("empty".to_string(), |s| format!("{s:?}"));
+            row(&format!("{} slot", group.name()), running);
+        }
     });
-    ui.label(format!(
-        "camera (step {}): {} seen",
-        camera.step,
-        camera.seen.len()
-    ));
+    ui.label(format!("last commands ({} packets sent):", link.packets_sent));
+    for sent in link.recent.iter().rev() {
+        ui.label(
+            egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command, sent.bytes))
+                .monospace()
+                .small(),
+        );
+    }
+    ui.label(format!("camera (step {}): {} seen", camera.step, camera.seen.len()));
     for s in camera.seen.iter().take(12) {
         let kind = match s.kind {
             Seeable::Pen => "pen",

@@ -4,9 +4,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use crate::scene::schema::{
-    BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec,
-};
+use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
 use crate::scene::{SceneEntity, validate::all_walls};
 use crate::sim::SimSet;
 
@@ -87,10 +85,7 @@ pub enum Seeable {
 
 pub(super) fn plugin(app: &mut App) {
     app.add_message::<SonarEcho>()
-        .insert_resource(Arena {
-            width: 1.0,
-            height: 1.0,
-        })
+        .insert_resource(Arena { width: 1.0, height: 1.0 })
         .add_systems(FixedUpdate, sonar::sense_sonars.in_set(SimSet::Sense));
 }
 
@@ -106,10 +101,7 @@ pub fn transform2d(pos: Vec2, angle: f32) -> Transform {
 /// Spawns everything but the robots, in scene order (walls, boxes, pens, dens, stations,
 /// sonars). Returns the den entities by name for the robots to refer to.
 pub fn spawn_world(world: &mut World, scene: &SceneFile) -> Vec<(String, Entity)> {
-    world.insert_resource(Arena {
-        width: scene.arena.width,
-        height: scene.arena.height,
-    });
+    world.insert_resource(Arena { width: scene.arena.width, height: scene.arena.height });
     for wall in all_walls(scene) {
         spawn_wall(world, &wall);
     }
@@ -119,11 +111,7 @@ pub fn spawn_world(world: &mut World, scene: &SceneFile) -> Vec<(String, Entity)
     for p in &scene.pens {
         spawn_pen(world, p);
     }
-    let dens = scene
-        .dens
-        .iter()
-        .map(|d| (d.name.clone(), spawn_den(world, d)))
-        .collect();
+    let dens = scene.dens.iter().map(|d| (d.name.clone(), spawn_den(world, d))).collect();
     for s in &scene.stations {
         spawn_station(world, s);
     }
@@ -184,10 +172,7 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
             Collider::ball(p.radius),
             ColliderMassProperties::Density(50.0),
             // Floor friction: a pushed pen slides a little and stops.
-            Damping {
-                linear_damping: 6.0,
-                angular_damping: 6.0,
-            },
+            Damping { linear_damping: 6.0, angular_damping: 6.0 },
             Velocity::zero(),
             solid(groups::PEN),
         ))
@@ -195,14 +180,7 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
 }
 
 fn spawn_den(world: &mut World, d: &DenSpec) -> Entity {
-    world
-        .spawn((
-            Name::new(d.name.clone()),
-            SceneEntity,
-            Den { radius: d.radius },
-            transform2d(v(d.pos), 0.0),
-        ))
-        .id()
+    world.spawn((Name::new(d.name.clone()), SceneEntity, Den { radius: d.radius }, transform2d(v(d.pos), 0.0))).id()
 }
 
 fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
@@ -210,10 +188,7 @@ fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
         .spawn((
             Name::new(s.name.clone()),
             SceneEntity,
-            Station {
-                radius: s.radius,
-                rate: s.rate,
-            },
+            Station { radius: s.radius, rate: s.rate },
             Seeable::Station,
             transform2d(v(s.pos), 0.0),
             Collider::ball(s.radius),

@@ -26,14 +26,7 @@ pub struct Sonar {
 
 impl Sonar {
     pub fn new(axis: Vec2, width: f32, range: Option<f32>) -> Self {
-        Self {
-            axis,
-            width,
-            range,
-            beam_length: 0.0,
-            inside: vec![],
-            detections: 0,
-        }
+        Self { axis, width, range, beam_length: 0.0, inside: vec![], detections: 0 }
     }
 }
 
@@ -69,13 +62,8 @@ pub(super) fn sense_sonars(
         });
         let not_containing = |e: Entity| !containing.contains(&e);
         let blockers = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
-        let filter = QueryFilter::only_fixed()
-            .exclude_sensors()
-            .groups(blockers)
-            .predicate(&not_containing);
-        let length = ctx
-            .cast_ray(origin, sonar.axis, range, true, filter)
-            .map_or(range, |(_, toi)| toi);
+        let filter = QueryFilter::only_fixed().exclude_sensors().groups(blockers).predicate(&not_containing);
+        let length = ctx.cast_ray(origin, sonar.axis, range, true, filter).map_or(range, |(_, toi)| toi);
         sonar.beam_length = length;
         if length <= 0.0 {
             sonar.inside.clear();
@@ -106,12 +94,7 @@ pub(super) fn sense_sonars(
             let distance = (pose.translation.truncate() - origin).dot(sonar.axis);
             if !previous.iter().any(|(e, _)| *e == robot) {
                 sonar.detections += 1;
-                echoes.write(SonarEcho {
-                    sonar: entity,
-                    robot,
-                    distance,
-                    step: time.step,
-                });
+                echoes.write(SonarEcho { sonar: entity, robot, distance, step: time.step });
             }
             sonar.inside.push((robot, distance));
         }

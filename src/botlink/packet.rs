@@ -1,0 +1,527 @@
+//! Command packets in the format of seed 004: a 4-byte header — the command id as a
+//! little-endian u16 whose high byte is the section, then the payload length as a little-endian
+//! u16 — followed by the payload. Numbers in payloads are little-endian both ways.
+//!
+//! [`encode`] is the transmitter's side; [`decode`] is the command factory on the robot's side.
+//! Decoding never panics: every malformed packet is a [`PacketError`] with a reason.
+
+use std::fmt;
+
+/// Sections: the high byte of a command id.
+pub mod section {
+    pub const SYSTEM: u8 = 0x00;
+    pub const MOTOR: u8 = 0x02;
+    pub const KICKER: u8 = 0x04;
+    pub const MOVEMENT: u8 = 0x05;
+    pub const MULTICAST: u8 = 0x06;
+}
+
+/// Command ids (section in the high byte).
+pub mod id {
+    pub const PING: u16 = 0x0001;
+    pub const STATUS_REQUEST: u16 = 0x0002;
+    pub const STATUS: u16 = 0x0003;
+    pub const ERROR: u16 = 0x0004;
+    pub const DISCONNECT: u16 = 0x0005;
+    /// The third actuator group's command (the original's dribbler): the robot's lamp.
+    pub const LAMP: u16 = 0x0201;
+    /// The original's kicker section carries crsim's gripper.
+    pub const GRIP: u16 = 0x0401;
+    pub const MOVE: u16 = 0x0501;
+    pub const UPDATE_ALL: u16 = 0x0601;
+}
+
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 4;
+/// Largest payload crsim accepts (a UDP datagram of a status with a long pen name fits easily).
+pub const MAX_PAYLOAD: usize = 1024;
+/// Slots in an "update all" packet, as in the original.
+pub const UPDATE_ALL_SLOTS: usize = 5;
+/// Bytes per "update all" slot: bot u16, linear f32, angular f32, flags u8.
+pub const SLOT_LEN: usize = 11;
+/// A slot's bot id meaning "empty slot".
+pub const EMPTY_SLOT: u16 = 0xFFFF;
+
+/// One robot's share of an "update all" packet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateSlot {
+    /// The robot's index in the scene, or [`EMPTY_SLOT`].
+    pub bot: u16,
+    /// m/s.
+    pub linear: f32,
+    /// rad/s.
+    pub angular: f32,
+    pub grip: bool,
+    pub lamp: bool,
+}
+
+impl UpdateSlot {
+    pub const EMPTY: UpdateSlot = UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, grip: false, lamp: false };
+}
+
+/// A robot's report to its controller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub bot: u16,
+    pub x: f32,
+    pub y: f32,
+    /// Radians.
+    pub heading: f32,
+    /// Charge as a fraction of capacity.
+    pub battery: f32,
+    pub bump: bool,
+    /// Name of the held pen.
+    pub held: Option<String>,
+}
+
+/// Why a command was refused or a packet could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum ErrorCode {
+    Malformed = 1,
+    UnknownCommand = 2,
+    TooManySlots = 3,
+    UnknownBot = 4,
+    NotAllowed = 5,
+}
+
+impl ErrorCode {
+    fn from_u16(x: u16) -> Option<Self> {
+        Some(match x {
+            1 => Self::Malformed,
+            2 => Self::UnknownCommand,
+            3 => Self::TooManySlots,
+            4 => Self::UnknownBot,
+            5 => Self::NotAllowed,
+            _ => return None,
+        })
+    }
+}
+
+/// Every command a robot or its controller can send.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Ping,
+    StatusRequest,
+    Status(Status),
+    Error {
+        code: ErrorCode,
+        reason: String,
+    },
+    Disconnect,
+    Lamp {
+        on: bool,
+    },
+    Grip {
+        close: bool,
+    },
+    /// Linear (m/s) and angular (rad/s) speed for the differential drive.
+    Move {
+        linear: f32,
+        angular: f32,
+    },
+    /// Move, grip and lamp for up to [`UPDATE_ALL_SLOTS`] robots at once, in fixed slots.
+    UpdateAll([UpdateSlot; UPDATE_ALL_SLOTS]),
+}
+
+impl Command {
+    /// The command id (section in the high byte).
+    pub fn id(&self) -> u16 {
+        match self {
+            Command::Ping => id::PING,
+            Command::StatusRequest => id::STATUS_REQUEST,
+            Command::Status(_) => id::STATUS,
+            Command::Error { .. } => id::ERROR,
+            Command::Disconnect => id::DISCONNECT,
+            Command::Lamp { .. } => id::LAMP,
+            Command::Grip { .. } => id::GRIP,
+            Command::Move { .. } => id::MOVE,
+            Command::UpdateAll(_) => id::UPDATE_ALL,
+        }
+    }
+
+    /// A short name for logs and the inspector.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Ping => "ping",
+            Command::StatusRequest => "status?",
+            Command::Status(_) => "status",
+            Command::Error { .. } => "error",
+            Command::Disconnect => "disconnect",
+            Command::Lamp { .. } => "lamp",
+            Command::Grip { .. } => "grip",
+            Command::Move { .. } => "move",
+            Command::UpdateAll(_) => "update-all",
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Move { linear, angular } => {
+                write!(f, "move {linear:.2} m/s {:.0}°/s", angular.to_degrees())
+            }
+            Command::Grip { close } => write!(f, "grip {}", if *close { "close" } else { "open" }),
+            Command::Lamp { on } => write!(f, "lamp {}", if *on { "on" } else { "off" }),
+            Command::Error { code, reason } => write!(f, "error {code:?}: {reason}"),
+            Command::Status(s) => write!(f, "status bot {} ({:.2}, {:.2})", s.bot, s.x, s.y),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// A packet that could not be turned into a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PacketError {
+    /// Fewer than the 4 header bytes.
+    Short {
+        len: usize,
+    },
+    /// The header declares more payload than crsim accepts.
+    TooLong {
+        declared: usize,
+    },
+    /// The declared payload length differs from the bytes that follow the header.
+    LengthMismatch {
+        declared: usize,
+        actual: usize,
+    },
+    UnknownId {
+        id: u16,
+    },
+    /// An "update all" packet with more slots than the fixed number.
+    TooManySlots {
+        slots: usize,
+    },
+    /// The id is known but the payload does not fit it.
+    BadPayload {
+        id: u16,
+        reason: String,
+    },
+}
+
+impl fmt::Display for PacketError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PacketError::Short { len } => write!(f, "short packet: {len} bytes, a header needs {HEADER_LEN}"),
+            PacketError::TooLong { declared } => {
+                write!(f, "payload length {declared} exceeds the maximum of {MAX_PAYLOAD}")
+            }
+            PacketError::LengthMismatch { declared, actual } => {
+                write!(f, "header declares {declared} payload bytes but {actual} follow")
+            }
+            PacketError::UnknownId { id } => write!(f, "unknown command id 0x{id:04x}"),
+            PacketError::TooManySlots { slots } => {
+                write!(f, "update-all packet with {slots} slots; at most {UPDATE_ALL_SLOTS} robots per packet")
+            }
+            PacketError::BadPayload { id, reason } => write!(f, "command 0x{id:04x}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for PacketError {}
+
+impl PacketError {
+    /// The error code sent back in an error packet.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            PacketError::UnknownId { .. } => ErrorCode::UnknownCommand,
+            PacketError::TooManySlots { .. } => ErrorCode::TooManySlots,
+            _ => ErrorCode::Malformed,
+        }
+    }
+}
+
+/// Encodes a command as a packet.
+pub fn encode(cmd: &Command) -> Vec<u8> {
+    let mut payload = Vec::new();
+    match cmd {
+        Command::Ping | Command::StatusRequest | Command::Disconnect => {}
+        Command::Status(s) => {
+            payload.extend(s.bot.to_le_bytes());
+            for x in [s.x, s.y, s.heading, s.battery] {
+                payload.extend(x.to_le_bytes());
+            }
+            payload.push(u8::from(s.bump));
+            match &s.held {
+                None => payload.push(0),
+                Some(name) => {
+                    let bytes = truncate_utf8(name, 254);
+                    payload.push(bytes.len() as u8 + 1);
+                    payload.extend(bytes);
+                }
+            }
+        }
+        Command::Error { code, reason } => {
+            payload.extend((*code as u16).to_le_bytes());
+            payload.extend(truncate_utf8(reason, MAX_PAYLOAD - 2));
+        }
+        Command::Lamp { on } => payload.push(u8::from(*on)),
+        Command::Grip { close } => payload.push(u8::from(*close)),
+        Command::Move { linear, angular } => {
+            payload.extend(linear.to_le_bytes());
+            payload.extend(angular.to_le_bytes());
+        }
+        Command::UpdateAll(slots) => {
+            for s in slots {
+                payload.extend(s.bot.to_le_bytes());
+                payload.extend(s.linear.to_le_bytes());
+                payload.extend(s.angular.to_le_bytes());
+                payload.push(u8::from(s.grip) | (u8::from(s.lamp) << 1));
+            }
+        }
+    }
+    let mut packet = Vec::with_capacity(HEADER_LEN + payload.len());
+    packet.extend(cmd.id().to_le_bytes());
+    packet.extend((payload.len() as u16).to_le_bytes());
+    packet.extend(payload);
+    packet
+}
+
+fn truncate_utf8(s: &str, max: usize) -> &[u8] {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s.as_bytes()[..end]
+}
+
+/// Reads little-endian values from a payload, failing with a reason instead of panicking.
+struct Reader<'a> {
+    id: u16,
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], PacketError> {
+        if self.bytes.len() < n {
+            return Err(PacketError::BadPayload { id: self.id, reason: format!("payload ends before {what}") });
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, PacketError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn bool(&mut self, what: &str) -> Result<bool, PacketError> {
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            x => Err(PacketError::BadPayload { id: self.id, reason: format!("{what} must be 0 or 1, got {x}") }),
+        }
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, PacketError> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn f32(&mut self, what: &str) -> Result<f32, PacketError> {
+        let b = self.take(4, what)?;
+        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn finite(&mut self, what: &str) -> Result<f32, PacketError> {
+        let x = self.f32(what)?;
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err(PacketError::BadPayload { id: self.id, reason: format!("{what} is not a finite number") })
+        }
+    }
+    fn end(self) -> Result<(), PacketError> {
+        if self.bytes.is_empty() {
+            Ok(())
+        } else {
+            Err(PacketError::BadPayload {
+                id: self.id,
+                reason: format!("{} unexpected trailing bytes", self.bytes.len()),
+            })
+        }
+    }
+}
+
+/// The command factory: rebuilds a command from a packet.
+pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
+    if packet.len() < HEADER_LEN {
+        return Err(PacketError::Short { len: packet.len() });
+    }
+    let id = u16::from_le_bytes([packet[0], packet[1]]);
+    let declared = usize::from(u16::from_le_bytes([packet[2], packet[3]]));
+    if declared > MAX_PAYLOAD {
+        return Err(PacketError::TooLong { declared });
+    }
+    let payload = &packet[HEADER_LEN..];
+    if payload.len() != declared {
+        return Err(PacketError::LengthMismatch { declared, actual: payload.len() });
+    }
+    let mut r = Reader { id, bytes: payload };
+    let cmd = match id {
+        id::PING => Command::Ping,
+        id::STATUS_REQUEST => Command::StatusRequest,
+        id::DISCONNECT => Command::Disconnect,
+        id::STATUS => {
+            let bot = r.u16("bot")?;
+            let x = r.finite("x")?;
+            let y = r.finite("y")?;
+            let heading = r.finite("heading")?;
+            let battery = r.finite("battery")?;
+            let bump = r.bool("bump")?;
+            let n = r.u8("held length")?;
+            let held = if n == 0 {
+                None
+            } else {
+                let bytes = r.take(usize::from(n - 1), "held name")?;
+                Some(
+                    String::from_utf8(bytes.to_vec())
+                        .map_err(|_| PacketError::BadPayload { id, reason: "held name is not UTF-8".into() })?,
+                )
+            };
+            Command::Status(Status { bot, x, y, heading, battery, bump, held })
+        }
+        id::ERROR => {
+            let code = r.u16("error code")?;
+            let code = ErrorCode::from_u16(code)
+                .ok_or_else(|| PacketError::BadPayload { id, reason: format!("unknown error code {code}") })?;
+            let rest = r.take(r.bytes.len(), "reason")?;
+            let reason = String::from_utf8(rest.to_vec())
+                .map_err(|_| PacketError::BadPayload { id, reason: "reason is not UTF-8".into() })?;
+            Command::Error { code, reason }
+        }
+        id::LAMP => Command::Lamp { on: r.bool("lamp")? },
+        id::GRIP => Command::Grip { close: r.bool("grip")? },
+        id::MOVE => Command::Move { linear: r.finite("linear")?, angular: r.finite("angular")? },
+        id::UPDATE_ALL => {
+            let slots = payload.len() / SLOT_LEN;
+            if payload.len().is_multiple_of(SLOT_LEN) && slots > UPDATE_ALL_SLOTS {
+                return Err(PacketError::TooManySlots { slots });
+            }
+            let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
+            for slot in &mut slots {
+                let bot = r.u16("slot bot")?;
+                let linear = r.finite("slot linear")?;
+                let angular = r.finite("slot angular")?;
+                let flags = r.u8("slot flags")?;
+                if flags > 3 {
+                    return Err(PacketError::BadPayload {
+                        id,
+                        reason: format!("slot flags 0x{flags:02x} has unknown bits"),
+                    });
+                }
+                *slot = UpdateSlot { bot, linear, angular, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+            }
+            Command::UpdateAll(slots)
+        }
+        other => return Err(PacketError::UnknownId { id: other }),
+    };
+    r.end()?;
+    Ok(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn header_is_little_endian_with_the_section_in_the_high_byte() {
+        let p = encode(&Command::Move { linear: 1.0, angular: 0.0 });
+        assert_eq!(&p[..4], &[0x01, section::MOVEMENT, 8, 0]);
+        assert_eq!(&p[4..8], &1.0f32.to_le_bytes());
+        assert_eq!(encode(&Command::Ping), vec![0x01, 0x00, 0, 0]);
+        assert_eq!(encode(&Command::Grip { close: true }), vec![0x01, section::KICKER, 1, 0, 1]);
+    }
+
+    #[test]
+    fn malformed_packets_are_errors_with_reasons() {
+        assert_eq!(decode(&[]), Err(PacketError::Short { len: 0 }));
+        assert_eq!(decode(&[1, 5, 8]), Err(PacketError::Short { len: 3 }));
+        assert_eq!(decode(&[0x99, 0x09, 0, 0]), Err(PacketError::UnknownId { id: 0x0999 }));
+        assert_eq!(decode(&[0x01, 0x05, 0xff, 0xff]), Err(PacketError::TooLong { declared: 65535 }));
+        assert_eq!(decode(&[0x01, 0x05, 8, 0, 1, 2]), Err(PacketError::LengthMismatch { declared: 8, actual: 2 }));
+        let mut long = encode(&Command::Ping);
+        long.push(0);
+        assert_eq!(decode(&long), Err(PacketError::LengthMismatch { declared: 0, actual: 1 }));
+        // A grip of 1 byte declared as 2, with 2 bytes: trailing data.
+        let e = decode(&[0x01, 0x04, 2, 0, 1, 0]).unwrap_err();
+        assert!(e.to_string().contains("trailing"), "{e}");
+        let e = decode(&[0x01, 0x04, 1, 0, 7]).unwrap_err();
+        assert!(e.to_string().contains("must be 0 or 1"), "{e}");
+        let mut nan = vec![0x01, 0x05, 8, 0];
+        nan.extend(f32::NAN.to_le_bytes());
+        nan.extend(0f32.to_le_bytes());
+        assert!(decode(&nan).unwrap_err().to_string().contains("not a finite number"));
+        let mut six = encode(&Command::UpdateAll([UpdateSlot::EMPTY; UPDATE_ALL_SLOTS]));
+        six.extend(&six[4..4 + SLOT_LEN].to_vec());
+        six[2] = (6 * SLOT_LEN) as u8;
+        assert_eq!(decode(&six), Err(PacketError::TooManySlots { slots: 6 }));
+        assert_eq!(PacketError::TooManySlots { slots: 6 }.code(), ErrorCode::TooManySlots);
+        let short_move = [0x01, 0x05, 4, 0, 0, 0, 0, 0];
+        assert!(decode(&short_move).unwrap_err().to_string().contains("payload ends before angular"));
+    }
+
+    fn finite() -> impl Strategy<Value = f32> {
+        -1.0e6f32..1.0e6f32
+    }
+
+    fn slot() -> impl Strategy<Value = UpdateSlot> {
+        (any::<u16>(), finite(), finite(), any::<bool>(), any::<bool>())
+            .prop_map(|(bot, linear, angular, grip, lamp)| UpdateSlot { bot, linear, angular, grip, lamp })
+    }
+
+    fn command() -> impl Strategy<Value = Command> {
+        let code = prop_oneof![
+            Just(ErrorCode::Malformed),
+            Just(ErrorCode::UnknownCommand),
+            Just(ErrorCode::TooManySlots),
+            Just(ErrorCode::UnknownBot),
+            Just(ErrorCode::NotAllowed),
+        ];
+        prop_oneof![
+            Just(Command::Ping),
+            Just(Command::StatusRequest),
+            Just(Command::Disconnect),
+            (
+                any::<u16>(),
+                finite(),
+                finite(),
+                finite(),
+                finite(),
+                any::<bool>(),
+                proptest::option::of("[a-zA-Z0-9 é]{0,40}")
+            )
+                .prop_map(|(bot, x, y, heading, battery, bump, held)| Command::Status(Status {
+                    bot,
+                    x,
+                    y,
+                    heading,
+                    battery,
+                    bump,
+                    held
+                })),
+            (code, "[ -~]{0,80}").prop_map(|(code, reason)| Command::Error { code, reason }),
+            any::<bool>().prop_map(|on| Command::Lamp { on }),
+            any::<bool>().prop_map(|close| Command::Grip { close }),
+            (finite(), finite()).prop_map(|(linear, angular)| Command::Move { linear, angular }),
+            proptest::array::uniform5(slot()).prop_map(Command::UpdateAll),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn encode_then_decode_gives_the_command_back(cmd in command()) {
+            prop_assert_eq!(decode(&encode(&cmd)), Ok(cmd));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn any_truncation_of_a_valid_packet_is_an_error(cmd in command(), cut in 1usize..8) {
+            let p = encode(&cmd);
+            let cut = cut.min(p.len());
+            prop_assert!(decode(&p[..p.len() - cut]).is_err());
+        }
+    }
+}

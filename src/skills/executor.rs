@@ -1,0 +1,353 @@
+//! The skill facade and the skill executor (seed 004), as plain types.
+//!
+//! A [`SkillFacade`] carries at most one skill per group. The [`SkillExecutor`] keeps one slot
+//! per group: a skill equal to the running one is ignored; a different one replaces it at once
+//! (the old one's exit actions, then the new one's entry actions — also when the slot was
+//! empty). Every period the executor ticks each running skill; a skill that reports done runs
+//! its exit actions and leaves its slot empty.
+
+use std::fmt;
+
+use super::skill::{Skill, SkillContext, SkillGroup, SkillStatus};
+use crate::botlink::packet::Command;
+
+/// Setting a group twice in one facade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupTaken {
+    pub group: SkillGroup,
+    pub existing: &'static str,
+    pub new: &'static str,
+}
+
+impl fmt::Display for GroupTaken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} slot of this facade already holds {}; {} cannot be added",
+            self.group.name(),
+            self.existing,
+            self.new
+        )
+    }
+}
+
+impl std::error::Error for GroupTaken {}
+
+/// Up to one skill per group, handed to the executor together.
+#[derive(Debug, Default)]
+pub struct SkillFacade {
+    slots: [Option<Box<dyn Skill>>; 3],
+}
+
+impl SkillFacade {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a skill; an error if its group is already set in this facade.
+    pub fn set(&mut self, skill: impl Skill) -> Result<&mut Self, GroupTaken> {
+        self.set_boxed(Box::new(skill))
+    }
+
+    pub fn set_boxed(&mut self, skill: Box<dyn Skill>) -> Result<&mut Self, GroupTaken> {
+        let slot = &mut self.slots[skill.group().index()];
+        if let Some(existing) = slot {
+            return Err(GroupTaken { group: skill.group(), existing: existing.name(), new: skill.name() });
+        }
+        *slot = Some(skill);
+        Ok(self)
+    }
+
+    /// A facade with one skill.
+    pub fn with(skill: impl Skill) -> Self {
+        let mut f = Self::new();
+        let group = skill.group();
+        f.slots[group.index()] = Some(Box::new(skill));
+        f
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.iter().all(Option::is_none)
+    }
+
+    pub fn get(&self, group: SkillGroup) -> Option<&dyn Skill> {
+        self.slots[group.index()].as_deref()
+    }
+
+    fn into_skills(self) -> impl Iterator<Item = Box<dyn Skill>> {
+        self.slots.into_iter().flatten()
+    }
+}
+
+/// What happened to a skill handed to the executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assignment {
+    /// Equal to the running skill: ignored, the running one goes on.
+    Ignored,
+    /// Put into an empty slot.
+    Started,
+    /// Replaced a different running skill.
+    Replaced { old: &'static str },
+}
+
+/// Something the executor reports for the observers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillNote {
+    Started {
+        group: SkillGroup,
+        skill: &'static str,
+    },
+    /// Ended by itself (`replaced: false`) or by a different skill (`replaced: true`).
+    Completed {
+        group: SkillGroup,
+        skill: &'static str,
+        replaced: bool,
+    },
+}
+
+/// One robot's executor: a slot per group, ticked every `period` seconds of simulated time.
+#[derive(Debug)]
+pub struct SkillExecutor {
+    slots: [Option<Box<dyn Skill>>; 3],
+    /// Seconds of simulated time between ticks (20 ms in the original).
+    pub period: f32,
+    since_tick: f32,
+}
+
+impl SkillExecutor {
+    pub fn new(period: f32) -> Self {
+        Self { slots: [None, None, None], period, since_tick: 0.0 }
+    }
+
+    /// The skill running in a group.
+    pub fn running(&self, group: SkillGroup) -> Option<&dyn Skill> {
+        self.slots[group.index()].as_deref()
+    }
+
+    /// Hands one skill to its slot, appending the commands and notes this causes.
+    pub fn assign(
+        &mut self,
+        mut skill: Box<dyn Skill>,
+        ctx: &SkillContext,
+        out: &mut Vec<Command>,
+        notes: &mut Vec<SkillNote>,
+    ) -> Assignment {
+        let group = skill.group();
+        let slot = &mut self.slots[group.index()];
+        let assignment = match slot.as_mut() {
+            Some(current) if current.same_as(skill.as_ref()) => return Assignment::Ignored,
+            Some(current) => {
+                out.extend(current.exit(ctx));
+                notes.push(SkillNote::Completed { group, skill: current.name(), replaced: true });
+                Assignment::Replaced { old: current.name() }
+            }
+            None => Assignment::Started,
+        };
+        out.extend(skill.entry(ctx));
+        notes.push(SkillNote::Started { group, skill: skill.name() });
+        *slot = Some(skill);
+        assignment
+    }
+
+    /// Hands over a facade, skill by skill.
+    pub fn assign_facade(
+        &mut self,
+        facade: SkillFacade,
+        ctx: &SkillContext,
+        out: &mut Vec<Command>,
+        notes: &mut Vec<SkillNote>,
+    ) -> Vec<Assignment> {
+        facade.into_skills().map(|s| self.assign(s, ctx, out, notes)).collect()
+    }
+
+    /// Advances simulated time by `dt`; ticks the slots when a period has passed. Returns
+    /// whether a tick happened.
+    pub fn advance(&mut self, dt: f32, ctx: &SkillContext, out: &mut Vec<Command>, notes: &mut Vec<SkillNote>) -> bool {
+        self.since_tick += dt;
+        // A small tolerance: 0.02 s steps must tick every step at a 20 ms period.
+        if self.since_tick + 1e-6 < self.period {
+            return false;
+        }
+        self.since_tick -= self.period;
+        if self.since_tick < 1e-6 {
+            self.since_tick = 0.0;
+        }
+        let ctx = SkillContext { period: self.period, ..*ctx };
+        for slot in &mut self.slots {
+            let Some(skill) = slot.as_mut() else { continue };
+            let (commands, status) = skill.tick(&ctx);
+            out.extend(commands);
+            if status == SkillStatus::Done {
+                out.extend(skill.exit(&ctx));
+                notes.push(SkillNote::Completed { group: skill.group(), skill: skill.name(), replaced: false });
+                *slot = None;
+            }
+        }
+        true
+    }
+
+    /// Ends every running skill (exit actions), as for an emergency stop.
+    pub fn clear(&mut self, ctx: &SkillContext, out: &mut Vec<Command>, notes: &mut Vec<SkillNote>) {
+        for slot in &mut self.slots {
+            if let Some(mut skill) = slot.take() {
+                out.extend(skill.exit(ctx));
+                notes.push(SkillNote::Completed { group: skill.group(), skill: skill.name(), replaced: true });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::skill::*;
+    use bevy::prelude::Vec2;
+    use std::f32::consts::FRAC_PI_2;
+
+    fn ctx() -> SkillContext {
+        SkillContext {
+            position: Vec2::ZERO,
+            heading: 0.0,
+            max_speed: 0.5,
+            max_turn: 3.0,
+            period: 0.02,
+            target: None,
+            bumped: false,
+        }
+    }
+
+    #[test]
+    fn a_facade_takes_one_skill_per_group() {
+        let mut f = SkillFacade::new();
+        f.set(Velocity { linear: 0.1, angular: 0.0 }).unwrap().set(Grip).unwrap().set(Lamp { on: true }).unwrap();
+        let err = f.set(Stop).unwrap_err();
+        assert_eq!(err, GroupTaken { group: SkillGroup::Move, existing: "Velocity", new: "Stop" });
+        assert!(err.to_string().contains("move slot"));
+        assert!(f.set(Release).is_err());
+        assert_eq!(f.get(SkillGroup::Grip).map(|s| s.name()), Some("Grip"));
+    }
+
+    #[test]
+    fn equal_skill_is_ignored_and_a_different_one_replaces_at_once() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        assert_eq!(a, Assignment::Started);
+        // Entry actions also when the slot was empty.
+        assert_eq!(out, vec![Command::Move { linear: 0.2, angular: 0.0 }]);
+        out.clear();
+        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        assert_eq!(a, Assignment::Ignored);
+        assert!(out.is_empty());
+        let a = ex.assign(Box::new(Velocity { linear: -0.1, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        assert_eq!(a, Assignment::Replaced { old: "Velocity" });
+        // Exit of the old (halt), then entry of the new, in that order.
+        assert_eq!(
+            out,
+            vec![Command::Move { linear: 0.0, angular: 0.0 }, Command::Move { linear: -0.1, angular: 0.0 }]
+        );
+        assert_eq!(
+            notes,
+            vec![
+                SkillNote::Started { group: SkillGroup::Move, skill: "Velocity" },
+                SkillNote::Completed { group: SkillGroup::Move, skill: "Velocity", replaced: true },
+                SkillNote::Started { group: SkillGroup::Move, skill: "Velocity" },
+            ]
+        );
+    }
+
+    #[test]
+    fn skills_in_different_groups_run_side_by_side() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        let mut f = SkillFacade::new();
+        f.set(Velocity { linear: 0.2, angular: 0.0 }).unwrap().set(Blink::new(0.08)).unwrap();
+        ex.assign_facade(f, &ctx(), &mut out, &mut notes);
+        assert_eq!(out, vec![Command::Move { linear: 0.2, angular: 0.0 }, Command::Lamp { on: true }]);
+        assert!(ex.running(SkillGroup::Move).is_some() && ex.running(SkillGroup::Lamp).is_some());
+        assert!(ex.running(SkillGroup::Grip).is_none());
+    }
+
+    #[test]
+    fn the_executor_ticks_once_per_period() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        ex.assign(Box::new(Blink::new(0.08)), &ctx(), &mut out, &mut notes);
+        out.clear();
+        // With 5 ms steps the executor ticks every fourth step.
+        let ticks: Vec<bool> = (0..12).map(|_| ex.advance(0.005, &ctx(), &mut out, &mut notes)).collect();
+        assert_eq!(ticks.iter().filter(|t| **t).count(), 3);
+        assert!(ticks[3]);
+        assert!(!ticks[2]);
+        // Blink toggles every half period (two ticks).
+        assert_eq!(out, vec![Command::Lamp { on: false }]);
+        let ticks = (0..10).filter(|_| ex.advance(0.02, &ctx(), &mut out, &mut notes)).count();
+        assert_eq!(ticks, 10);
+    }
+
+    #[test]
+    fn a_completed_skill_runs_its_exit_actions_and_frees_its_slot() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        ex.assign(Box::new(MoveFor::new(0.3, 0.0, 0.06)), &ctx(), &mut out, &mut notes);
+        out.clear();
+        notes.clear();
+        for _ in 0..2 {
+            ex.advance(0.02, &ctx(), &mut out, &mut notes);
+        }
+        assert!(ex.running(SkillGroup::Move).is_some());
+        ex.advance(0.02, &ctx(), &mut out, &mut notes);
+        assert!(ex.running(SkillGroup::Move).is_none());
+        assert_eq!(out, vec![Command::Move { linear: 0.0, angular: 0.0 }]);
+        assert_eq!(notes, vec![SkillNote::Completed { group: SkillGroup::Move, skill: "MoveFor", replaced: false }]);
+    }
+
+    #[test]
+    fn turn_by_reaches_its_heading_without_overshoot() {
+        let mut skill = TurnBy::new(FRAC_PI_2);
+        let mut c = ctx();
+        skill.entry(&c);
+        for _ in 0..100 {
+            let (cmds, status) = skill.tick(&c);
+            if status == SkillStatus::Done {
+                break;
+            }
+            let Command::Move { angular, .. } = cmds[0] else { panic!() };
+            c.heading += angular * c.period;
+            assert!(c.heading <= FRAC_PI_2 + 1e-4);
+        }
+        assert!((c.heading - FRAC_PI_2).abs() <= HEADING_TOLERANCE);
+    }
+
+    #[test]
+    fn move_ahead_stops_on_the_distance() {
+        let mut skill = MoveAhead::new(0.3, 0.4);
+        let mut c = ctx();
+        skill.entry(&c);
+        let mut steps = 0;
+        loop {
+            let (cmds, status) = skill.tick(&c);
+            if status == SkillStatus::Done {
+                break;
+            }
+            let Command::Move { linear, .. } = cmds[0] else { panic!() };
+            c.position.x += linear * c.period;
+            steps += 1;
+        }
+        assert!((c.position.x - 0.3).abs() <= DISTANCE_TOLERANCE);
+        // 0.3 m at 0.4 m/s: 0.75 s, 38 ticks of 20 ms.
+        assert!((37..=39).contains(&steps), "{steps}");
+    }
+
+    #[test]
+    fn clear_runs_every_exit() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        ex.assign(Box::new(Blink::new(0.1)), &ctx(), &mut out, &mut notes);
+        out.clear();
+        ex.clear(&ctx(), &mut out, &mut notes);
+        assert_eq!(out, vec![Command::Move { linear: 0.0, angular: 0.0 }, Command::Lamp { on: false }]);
+        assert!(SkillGroup::ALL.iter().all(|g| ex.running(*g).is_none()));
+    }
+}
