@@ -7,6 +7,7 @@
 use bevy::prelude::*;
 
 pub mod botlink;
+pub mod explore;
 pub mod render;
 pub mod robot;
 pub mod scene;
@@ -30,6 +31,7 @@ impl Plugin for SimPlugin {
         robot::plugin(app);
         skills::plugin(app);
         botlink::plugin(app);
+        explore::plugin(app);
     }
 }
 

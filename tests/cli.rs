@@ -32,10 +32,10 @@ fn hash_line(out: &str) -> String {
 
 #[test]
 fn check_accepts_the_shipped_scenes() {
-    let out = crsim(&["check", "scenes/explorer.ron", "scenes/pens.ron", "scenes/swarm.ron"]);
+    let out = crsim(&["check", "scenes/explorer.ron", "scenes/explorers.ron", "scenes/pens.ron", "scenes/swarm.ron"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 3, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 4, "{stdout}");
 }
 
 #[test]
@@ -83,11 +83,13 @@ fn run_prints_a_summary_and_writes_metrics() {
     for key in ["distance_m", "collisions", "battery"] {
         assert!(m["robots"][0].get(key).is_some(), "{key}");
     }
-    // Same again: same hash. Another seed: the wanderer takes other turns.
+    assert!(m["explore"]["map"].as_array().is_some_and(|rows| rows.len() == 17), "{}", m["explore"]);
+    assert_eq!(m["explore"]["repeat_collisions"], 0);
+    // Same again: same hash. Another seed: the wanderers of the pens scene take other turns.
     let again = crsim(&["run", "scenes/explorer.ron", "--steps", "300"]);
     assert_eq!(hash_line(&String::from_utf8_lossy(&again.stdout)), hash);
-    let seeded = crsim(&["run", "scenes/explorer.ron", "--steps", "3000", "--seed", "5"]);
-    let base = crsim(&["run", "scenes/explorer.ron", "--steps", "3000"]);
+    let seeded = crsim(&["run", "scenes/pens.ron", "--steps", "1000", "--seed", "5"]);
+    let base = crsim(&["run", "scenes/pens.ron", "--steps", "1000"]);
     assert_ne!(hash_line(&String::from_utf8_lossy(&seeded.stdout)), hash_line(&String::from_utf8_lossy(&base.stdout)));
 }
 

@@ -369,7 +369,7 @@ fn golden_hash_of_the_explorer_scene() {
     assert_eq!(run_scene("explorer.ron", 1000, None), GOLDEN_EXPLORER);
 }
 
-const GOLDEN_EXPLORER: &str = "693276541686b0df";
+const GOLDEN_EXPLORER: &str = "41503b54e5222779";
 
 #[test]
 fn run_report_counts_robots_and_distance() {

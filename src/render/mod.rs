@@ -12,6 +12,7 @@ use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, 
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall};
 
+pub mod explore;
 pub mod screenshot;
 
 /// The robot picked in the world view, shown in the inspector.
@@ -54,6 +55,7 @@ pub mod palette {
 }
 
 pub fn plugin(app: &mut App) {
+    explore::plugin(app);
     app.init_resource::<Selection>()
         .insert_resource(PanelWidth(320.0))
         .insert_resource(ClearColor(palette::BACKGROUND))

@@ -171,7 +171,8 @@ pub fn spawn_robot(
         Odometry { last: pos, ..default() },
     ));
     match spec.controller {
-        ControllerSpec::Idle | ControllerSpec::External { .. } => {}
+        // The explorer attaches itself (see `explore`).
+        ControllerSpec::Idle | ControllerSpec::External { .. } | ControllerSpec::Explorer { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
             entity.insert(ConstantDrive { linear, angular: angular.to_radians() });
         }

@@ -9,6 +9,7 @@
 
 use bevy::math::bounding::Aabb2d;
 use bevy::prelude::*;
+use bevy_rapier2d::parry::shape::Ball;
 use bevy_rapier2d::prelude::*;
 
 use super::gripper::front_point;
@@ -16,11 +17,17 @@ use super::{Battery, Gripper, Odometry, Robot, pose, wrap_angle};
 use crate::sim::SimTime;
 use crate::world::{Boxed, Held, Pen, Seeable, groups};
 
+/// Bodies closer than this touch, metres.
+pub const TOUCH: f32 = 0.001;
+
 /// Contacts of the robot's body.
 #[derive(Component, Debug, Clone, Default, PartialEq)]
 pub struct BumpSensor {
     /// Bodies touched after the last physics step, sorted.
     pub touching: Vec<Entity>,
+    /// For each touched body, the direction of the contact relative to the heading (radians,
+    /// positive to the left; 0 is dead ahead).
+    pub bearings: Vec<f32>,
     /// True when a contact started this step.
     pub bumped: bool,
 }
@@ -28,6 +35,15 @@ pub struct BumpSensor {
 impl BumpSensor {
     pub fn is_touching(&self) -> bool {
         !self.touching.is_empty()
+    }
+
+    /// Bodies touched within `half_angle` of the heading (or of the reverse heading with
+    /// `backwards`).
+    pub fn touching_towards(&self, half_angle: f32, backwards: bool) -> impl Iterator<Item = Entity> + '_ {
+        self.touching.iter().zip(&self.bearings).filter_map(move |(e, b)| {
+            let b = if backwards { wrap_angle(b + std::f32::consts::PI) } else { *b };
+            (b.abs() <= half_angle).then_some(*e)
+        })
     }
 }
 
@@ -95,21 +111,41 @@ pub struct PowerSensor {
 pub(super) fn sense_bump(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
-    mut robots: Query<(Entity, &mut BumpSensor, &mut Odometry)>,
+    mut robots: Query<(Entity, &Robot, &Transform, &CollisionGroups, &mut BumpSensor, &mut Odometry)>,
+    positions: Query<&Transform>,
     mut events: MessageWriter<BumpEvent>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    for (entity, mut bump, mut odo) in &mut robots {
-        let mut touching: Vec<Entity> = ctx
-            .contact_pairs_with(entity)
-            .filter(|pair| pair.has_any_active_contact())
-            .filter_map(|pair| {
-                let (a, b) = (pair.collider1()?, pair.collider2()?);
-                Some(if a == entity { b } else { a })
-            })
-            .collect();
-        touching.sort();
-        touching.dedup();
+    let mut found: Vec<Entity> = Vec::new();
+    for (entity, robot, transform, groups, mut bump, mut odo) in &mut robots {
+        let (pos, heading) = pose(transform);
+        // What the body really touches: rapier reports contacts from a prediction distance on
+        // and keeps their distances stale once motion is tiny, so the test is geometric.
+        found.clear();
+        let probe = Ball::new(robot.radius + TOUCH);
+        // Only what the body can collide with.
+        let filter = QueryFilter::default().exclude_sensors().exclude_collider(entity).groups(*groups);
+        ctx.intersect_shape(pos, 0.0, &probe, filter, |e| {
+            found.push(e);
+            true
+        });
+        found.sort();
+        found.dedup();
+        let bearing_of = |other: Entity| {
+            // The contact normal points from the first collider to the second.
+            let normal = ctx.contact_pair(entity, other).and_then(|pair| {
+                let m = pair.manifolds().find(|m| m.num_points() > 0)?;
+                let n = m.normal();
+                Some(if pair.collider1() == Some(entity) { n } else { -n })
+            });
+            let towards = normal
+                .filter(|n| n.length_squared() > 0.5)
+                .or_else(|| positions.get(other).ok().map(|t| t.translation.truncate() - pos))
+                .unwrap_or(Vec2::X);
+            wrap_angle(towards.y.atan2(towards.x) - heading)
+        };
+        let touching: Vec<Entity> = found.clone();
+        bump.bearings = touching.iter().map(|e| bearing_of(*e)).collect();
         let mut bumped = false;
         for &other in touching.iter().filter(|o| !bump.touching.contains(o)) {
             bumped = true;

@@ -228,6 +228,24 @@ pub enum ControllerSpec {
     },
     /// Driven from outside crsim with command packets over UDP on `port` (0 picks a free one).
     External { port: u16 },
+    /// The cautious explorer of seed 002: maps the room from its den in robot units and runs
+    /// home by the reversed path on every collision (and, with `sonar`, on every sonar alarm).
+    Explorer {
+        #[serde(default)]
+        strategy: StrategySpec,
+        #[serde(default)]
+        sonar: bool,
+    },
+}
+
+/// How an explorer picks where to go next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum StrategySpec {
+    /// Rings of growing distance from the den, unexplored cells first.
+    #[default]
+    Rings,
+    /// A seeded random walk, for comparison.
+    Random,
 }
 
 /// A robot's communication abilities (seed 000).

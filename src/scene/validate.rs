@@ -360,7 +360,7 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
         e("camera period must be at least 1 step".into());
     }
     match r.controller {
-        ControllerSpec::Idle | ControllerSpec::External { .. } => {}
+        ControllerSpec::Idle | ControllerSpec::External { .. } | ControllerSpec::Explorer { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
             if !(linear.is_finite() && angular.is_finite()) {
                 e("Drive speeds must be finite numbers".into());

@@ -3,6 +3,7 @@
 //! `dt`. The clock decides how many steps run per frame; the step itself never looks at the
 //! wall clock.
 
+use bevy::ecs::schedule::{ScheduleLabel, SingleThreadedExecutor};
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
@@ -60,6 +61,19 @@ impl SimTime {
 }
 
 pub(super) fn plugin(app: &mut App) {
+    // A step is many small systems: handing each to the thread pool costs more in wake-ups than
+    // it gains on two cores (measured: 362,529 futex calls for 5,000 steps of the explorer room).
+    for schedule in [
+        FixedFirst.intern(),
+        FixedPreUpdate.intern(),
+        FixedUpdate.intern(),
+        FixedPostUpdate.intern(),
+        FixedLast.intern(),
+    ] {
+        app.edit_schedule(schedule, |s| {
+            s.set_executor(SingleThreadedExecutor::new());
+        });
+    }
     app.insert_resource(TimestepMode::Fixed { dt: 0.02, substeps: 1 })
         .add_plugins(
             RapierPhysicsPlugin::<NoUserData>::default()

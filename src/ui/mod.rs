@@ -10,6 +10,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
 use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crate::botlink::{BotLink, LinkState, LinkStats};
+use crate::explore::Explorer;
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
     AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor, HomeDen, LampState,
@@ -133,6 +134,7 @@ fn control_panel(
     names: Query<&Name>,
     pens: Query<Has<Boxed>, With<Pen>>,
     mut bots: BotManagerView,
+    mut explorers: Query<&mut Explorer>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
@@ -152,6 +154,7 @@ fn control_panel(
             ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
+            explorer_section(ui, &mut explorers, &selection);
             ui.separator();
             let selected = selection.0.and_then(|e| robots.get(e).ok().zip(bots.detail.get(e).ok()));
             inspector(ui, selected, &names);
@@ -171,6 +174,46 @@ fn emergency_stop(ui: &mut egui::Ui, estop: &mut EmergencyStop) {
     if ui.add_sized([ui.available_width(), 28.0], button).clicked() {
         estop.engaged = !estop.engaged;
     }
+}
+
+fn explorer_section(ui: &mut egui::Ui, explorers: &mut Query<&mut Explorer>, selection: &Selection) {
+    if explorers.is_empty() {
+        return;
+    }
+    ui.separator();
+    ui.heading("Explorers");
+    let all_on = explorers.iter().all(|e| e.sonar_alarm);
+    let mut on = all_on;
+    if ui.checkbox(&mut on, "sonar option (all explorers): a sonar sends them home").changed() {
+        for mut e in explorers.iter_mut() {
+            e.sonar_alarm = on;
+        }
+    }
+    let Some(mut ex) = selection.0.and_then(|e| explorers.get_mut(e).ok()) else {
+        ui.label("Click an explorer to see its mental map.");
+        return;
+    };
+    ui.checkbox(&mut ex.sonar_alarm, "sonar option for this explorer");
+    let s = ex.stats;
+    ui.label(format!(
+        "{:?} at {:?} facing {:?} — {} strategy\nmoves {}  collisions {}  repeated {}  returns {}  sonar alarms {}",
+        ex.phase,
+        (ex.cell.x, ex.cell.y),
+        ex.dir,
+        ex.strategy.name(),
+        s.moves,
+        s.collisions,
+        s.repeat_collisions,
+        s.returns,
+        s.sonar_alarms
+    ));
+    let path: String = ex.outbound.iter().map(|m| m.letter()).collect();
+    ui.label(egui::RichText::new(format!("outbound: {path}")).monospace().small());
+    if !ex.plan.is_empty() {
+        let plan: String = ex.plan.iter().map(|m| m.letter()).collect();
+        ui.label(egui::RichText::new(format!("plan: {plan}")).monospace().small());
+    }
+    ui.label(egui::RichText::new(ex.map.to_text(Some(ex.cell))).monospace().size(9.0));
 }
 
 fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut Selection) {

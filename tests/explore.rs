@@ -1,0 +1,227 @@
+//! The cautious explorer (seed 002) in a running headless simulation: the seed's three test
+//! plans, the whole explorer room, the sonar option and the random walk.
+
+use bevy::prelude::*;
+
+use crsim::explore::{Cell, CellState, Explorer, Move, Phase, ground_truth, return_path};
+use crsim::scene::schema::*;
+use crsim::scene::{ActiveScene, SceneSource, load_scene_file};
+use crsim::sim::SimTime;
+use crsim::sim::headless::{headless_app, run_steps};
+use crsim::sim::report::build_report;
+
+fn named(app: &mut App, name: &str) -> Entity {
+    let world = app.world_mut();
+    let mut q = world.query::<(Entity, &Name)>();
+    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+fn explorer(app: &App, e: Entity) -> &Explorer {
+    app.world().get::<Explorer>(e).expect("an explorer")
+}
+
+/// Steps until `done` holds (checked every 10 steps) or `max` steps have run.
+fn run_until(app: &mut App, max: u64, mut done: impl FnMut(&mut App) -> bool) -> u64 {
+    let mut steps = 0;
+    while steps < max && !done(app) {
+        run_steps(app, 10);
+        steps += 10;
+    }
+    steps
+}
+
+/// A 1.2 m × 1 m room (6 × 5 cells of 0.2 m) with the den in the bottom-left corner and one box.
+fn small_room(sonar: bool) -> SceneFile {
+    let mut s = SceneFile::empty("small", 1.2, 1.0);
+    s.boxes.push(BoxSpec { name: "block".into(), center: (0.1, 0.5), size: (0.2, 0.2), angle: 0.0 });
+    s.dens.push(DenSpec { name: "den".into(), pos: (0.1, 0.1), radius: 0.1 });
+    let mut r = RobotSpec::new("ex", 0.1, 0.1, 90.0);
+    r.den = Some("den".into());
+    r.max_speed = 0.5;
+    r.controller = ControllerSpec::Explorer { strategy: StrategySpec::Rings, sonar };
+    s.robots.push(r);
+    s
+}
+
+/// Steps one at a time until `done` holds.
+fn run_each_step_until(app: &mut App, max: u64, mut done: impl FnMut(&mut App) -> bool) {
+    for _ in 0..max {
+        run_steps(app, 1);
+        if done(app) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn seed_plan_1_the_return_sequence_of_an_outbound_path() {
+    use Move::*;
+    assert_eq!(return_path(&[Forward, Left, Forward, Forward]), vec![Left, Left, Forward, Forward, Right, Forward]);
+}
+
+#[test]
+fn seed_plan_2_the_map_after_hitting_an_obstacle() {
+    let mut app = headless_app(small_room(false), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    // Facing north from the den, the nearest ring first: (0,1) straight ahead, then from there
+    // the ring-1 cell with the fewest moves, ties to the lowest cell: (-1,1), the west wall.
+    run_each_step_until(&mut app, 2000, |app| explorer(app, ex).stats.collisions > 0);
+    let e = explorer(&app, ex);
+    assert_eq!(e.stats.collisions, 1);
+    assert_eq!(e.outbound, vec![Move::Forward, Move::Left]);
+    assert_eq!(e.map.get(Cell::new(-1, 1)), CellState::Obstacle);
+    assert_eq!(
+        e.map.to_text(None),
+        [
+            "????????", //
+            "????????", "????????", "????????", "#.??????", "?D??????", "????????",
+        ]
+        .join("\n")
+            + "\n"
+    );
+    // It runs home at once by the reversed path: left, left, then right, forward.
+    assert_eq!(e.phase, Phase::Recovering);
+    assert_eq!(return_path(&e.outbound), vec![Move::Left, Move::Left, Move::Right, Move::Forward]);
+    run_each_step_until(&mut app, 2000, |app| explorer(app, ex).phase == Phase::Returning);
+    // The first left is under way.
+    assert_eq!(explorer(&app, ex).plan, vec![Move::Left, Move::Right, Move::Forward]);
+    run_each_step_until(&mut app, 2000, |app| explorer(app, ex).phase == Phase::Outbound);
+    let e = explorer(&app, ex);
+    assert_eq!((e.cell, e.dir, e.stats.returns), (Cell::new(0, 0), crsim::explore::Dir::South, 1));
+    let t = app.world().get::<Transform>(ex).unwrap();
+    assert!(t.translation.truncate().distance(Vec2::new(0.1, 0.1)) < 0.005);
+}
+
+#[test]
+fn seed_plan_3_the_next_excursion_differs_from_the_one_that_hit() {
+    let mut app = headless_app(small_room(false), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    let mut excursions: Vec<Vec<Cell>> = vec![vec![]];
+    let mut last_returns = 0;
+    run_until(&mut app, 20_000, |app| {
+        let e = explorer(app, ex);
+        if e.stats.returns != last_returns {
+            last_returns = e.stats.returns;
+            excursions.push(vec![]);
+        }
+        if e.phase == Phase::Outbound {
+            let cells = e.outbound_cells();
+            *excursions.last_mut().unwrap() = cells;
+        }
+        excursions.len() > 3
+    });
+    assert!(excursions.len() > 3);
+    for pair in excursions.windows(2).take(2) {
+        assert_ne!(pair[0], pair[1], "excursions {excursions:?}");
+        // The next excursion never enters the cell that ended the previous one.
+        let e = explorer(&app, ex);
+        for c in &pair[1] {
+            assert_ne!(e.map.get(*c), CellState::Obstacle);
+        }
+    }
+}
+
+#[test]
+fn the_explorer_room_is_fully_mapped_without_hitting_anything_twice() {
+    let (scene, _) =
+        load_scene_file(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/explorer.ron")).unwrap();
+    let mut app = headless_app(scene.clone(), SceneSource::Generated);
+    let ex = named(&mut app, "explorer");
+    let steps = run_until(&mut app, 120_000, |app| explorer(app, ex).phase == Phase::Done);
+    let e = explorer(&app, ex);
+    assert_eq!(e.phase, Phase::Done, "finished within {steps} steps");
+    let truth = ground_truth(&scene, e.cell_size, e.map.cols, e.map.rows, e.map.den);
+    assert_eq!(truth.reachable.len(), 20 * 15 - 3 * 2 - 1 - 2 * 3);
+    assert_eq!(e.coverage(&truth), 1.0);
+    assert_eq!(e.stats.repeat_collisions, 0);
+    assert_eq!(e.obstacle_cells(), truth.obstacles, "obstacle cells = the scene rasterised to the grid");
+    assert_eq!(e.cell, e.map.den, "home");
+    assert!(app.world().get::<Transform>(ex).unwrap().translation.truncate().distance(Vec2::new(0.1, 2.9)) < 0.01);
+    // The run metrics carry the same.
+    let report = build_report(app.world_mut(), 0.0);
+    let x = &report.sections["explore"];
+    assert_eq!(x["coverage"], 1.0);
+    assert_eq!(x["repeat_collisions"], 0);
+    assert_eq!(x["collisions"].as_u64().unwrap() as usize, truth.obstacles.len());
+    assert_eq!(x["returns"], x["collisions"]);
+    assert!(x["steps"].as_u64().unwrap() > 1000);
+    assert_eq!(x["map"].as_array().unwrap().len(), 17);
+    assert_eq!(x["map"][1].as_str().unwrap(), "#R...................#");
+    // Once done it stays home.
+    let at = app.world().resource::<SimTime>().step;
+    run_steps(&mut app, 200);
+    assert_eq!(explorer(&app, ex).stats.moves, e_moves(&app, ex));
+    assert!(app.world().resource::<SimTime>().step > at);
+}
+
+fn e_moves(app: &App, ex: Entity) -> u32 {
+    explorer(app, ex).stats.moves
+}
+
+fn sonar_room(sonar: bool) -> SceneFile {
+    let mut s = small_room(sonar);
+    s.boxes.clear();
+    // A beam across the room, along y = 0.5 (the cells of row 2).
+    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.2, 0.5), axis: 180.0, width: 0.05, range: None });
+    s
+}
+
+#[test]
+fn with_the_sonar_option_crossing_the_beam_sends_the_robot_home_and_marks_danger() {
+    let mut app = headless_app(sonar_room(true), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    let mut collisions_before = 0;
+    run_until(&mut app, 5000, |app| {
+        let e = explorer(app, ex);
+        if e.stats.sonar_alarms == 0 {
+            collisions_before = e.stats.collisions;
+        }
+        e.stats.sonar_alarms > 0
+    });
+    let e = explorer(&app, ex);
+    assert_eq!(e.stats.sonar_alarms, 1);
+    assert_eq!(e.stats.collisions, collisions_before, "the alarm, not a collision, sent it home");
+    assert!(matches!(e.phase, Phase::Recovering | Phase::Returning), "{:?}", e.phase);
+    let danger: Vec<Cell> = e.map.cells().filter(|(_, s)| *s == CellState::Danger).map(|(c, _)| c).collect();
+    assert!(danger.contains(&Cell::new(0, 2)) && danger.contains(&Cell::new(5, 2)), "{danger:?}");
+    assert!(danger.iter().all(|c| c.y == 2), "{danger:?}");
+    // Home again, it never plans through the beam: the rows above stay unexplored.
+    run_until(&mut app, 60_000, |app| explorer(app, ex).phase == Phase::Done);
+    let e = explorer(&app, ex);
+    assert_eq!(e.phase, Phase::Done);
+    assert_eq!(e.stats.sonar_alarms, 1);
+    assert_eq!(e.map.get(Cell::new(0, 3)), CellState::Unexplored);
+    assert_eq!(e.map.get(Cell::new(3, 1)), CellState::Free);
+}
+
+#[test]
+fn without_the_sonar_option_the_beam_is_ignored_and_the_toggle_acts_at_once() {
+    let mut app = headless_app(sonar_room(false), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    run_until(&mut app, 60_000, |app| explorer(app, ex).phase == Phase::Done);
+    let e = explorer(&app, ex);
+    assert_eq!((e.stats.sonar_alarms, e.map.count(CellState::Danger)), (0, 0));
+    assert_eq!(e.map.get(Cell::new(0, 3)), CellState::Free);
+    // Toggled on in a fresh run: the very next crossing raises the alarm.
+    let mut app = headless_app(sonar_room(false), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    app.world_mut().get_mut::<Explorer>(ex).unwrap().sonar_alarm = true;
+    run_until(&mut app, 5000, |app| explorer(app, ex).stats.sonar_alarms > 0);
+    assert_eq!(explorer(&app, ex).stats.sonar_alarms, 1);
+}
+
+#[test]
+fn the_random_walk_explores_too_and_never_repeats_a_collision() {
+    let mut scene = small_room(false);
+    scene.robots[0].controller = ControllerSpec::Explorer { strategy: StrategySpec::Random, sonar: false };
+    let mut app = headless_app(scene.clone(), SceneSource::Generated);
+    let ex = named(&mut app, "ex");
+    run_steps(&mut app, 20_000);
+    let e = explorer(&app, ex);
+    assert_eq!(e.strategy.name(), "random");
+    assert_eq!(e.stats.repeat_collisions, 0);
+    assert!(e.stats.collisions > 0);
+    let truth =
+        ground_truth(&app.world().resource::<ActiveScene>().scene, e.cell_size, e.map.cols, e.map.rows, e.map.den);
+    assert!(e.coverage(&truth) > 0.3, "coverage {}", e.coverage(&truth));
+}
