@@ -85,6 +85,21 @@ pub trait Skill: Debug + Send + Sync + 'static {
     }
 }
 
+/// The name, group and `Any` access every skill has.
+macro_rules! skill_meta {
+    ($name:literal, $group:ident) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn group(&self) -> SkillGroup {
+            SkillGroup::$group
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    };
+}
+
 /// `same_as` for skills whose parameters are their `PartialEq` fields.
 fn same<T: Skill + PartialEq>(a: &T, other: &dyn Skill) -> bool {
     other.as_any().downcast_ref::<T>() == Some(a)
@@ -110,20 +125,12 @@ pub const DISTANCE_TOLERANCE: f32 = 0.002;
 pub struct Stop;
 
 impl Skill for Stop {
-    fn name(&self) -> &'static str {
-        "Stop"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("Stop", Move);
     fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
         (halt(), SkillStatus::Done)
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -135,12 +142,7 @@ pub struct Velocity {
 }
 
 impl Skill for Velocity {
-    fn name(&self) -> &'static str {
-        "Velocity"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("Velocity", Move);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         vec![Command::Move { linear: self.linear, angular: self.angular }]
     }
@@ -152,9 +154,6 @@ impl Skill for Velocity {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -174,12 +173,7 @@ impl MoveFor {
 }
 
 impl Skill for MoveFor {
-    fn name(&self) -> &'static str {
-        "MoveFor"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("MoveFor", Move);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         self.elapsed = 0.0;
         vec![Command::Move { linear: self.linear, angular: self.angular }]
@@ -201,9 +195,6 @@ impl Skill for MoveFor {
             .downcast_ref::<MoveFor>()
             .is_some_and(|o| (o.linear, o.angular, o.seconds) == (self.linear, self.angular, self.seconds))
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Drive straight ahead (backwards when negative) a distance along the starting heading.
@@ -222,12 +213,7 @@ impl MoveAhead {
 }
 
 impl Skill for MoveAhead {
-    fn name(&self) -> &'static str {
-        "MoveAhead"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("MoveAhead", Move);
     fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
         self.start = Some((ctx.position, ctx.heading));
         Vec::new()
@@ -250,9 +236,6 @@ impl Skill for MoveAhead {
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<MoveAhead>().is_some_and(|o| (o.distance, o.speed) == (self.distance, self.speed))
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Turn on the spot to an absolute heading (radians).
@@ -262,12 +245,7 @@ pub struct TurnTo {
 }
 
 impl Skill for TurnTo {
-    fn name(&self) -> &'static str {
-        "TurnTo"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("TurnTo", Move);
     fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
         let err = wrap_angle(self.heading - ctx.heading);
         if err.abs() <= HEADING_TOLERANCE {
@@ -280,9 +258,6 @@ impl Skill for TurnTo {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -300,12 +275,7 @@ impl TurnBy {
 }
 
 impl Skill for TurnBy {
-    fn name(&self) -> &'static str {
-        "TurnBy"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("TurnBy", Move);
     fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
         self.target = Some(ctx.heading + self.angle);
         Vec::new()
@@ -320,9 +290,6 @@ impl Skill for TurnBy {
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<TurnBy>().is_some_and(|o| o.angle == self.angle)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Drive to a point: turn towards it, then drive while steering, stop on it.
@@ -335,12 +302,7 @@ pub struct MoveTo {
 }
 
 impl Skill for MoveTo {
-    fn name(&self) -> &'static str {
-        "MoveTo"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("MoveTo", Move);
     fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
         let to = self.point - ctx.position;
         let dist = to.length();
@@ -354,9 +316,6 @@ impl Skill for MoveTo {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -379,12 +338,7 @@ pub struct Follow {
 }
 
 impl Skill for Follow {
-    fn name(&self) -> &'static str {
-        "Follow"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Move
-    }
+    skill_meta!("Follow", Move);
     fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
         let Some(target) = ctx.target else {
             // The subject is gone: nothing left to follow.
@@ -404,9 +358,6 @@ impl Skill for Follow {
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn target(&self) -> Option<Entity> {
         Some(self.target)
     }
@@ -417,12 +368,7 @@ impl Skill for Follow {
 pub struct Grip;
 
 impl Skill for Grip {
-    fn name(&self) -> &'static str {
-        "Grip"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Grip
-    }
+    skill_meta!("Grip", Grip);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         vec![Command::Grip { close: true }]
     }
@@ -432,9 +378,6 @@ impl Skill for Grip {
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Open the gripper (put down what it holds).
@@ -442,12 +385,7 @@ impl Skill for Grip {
 pub struct Release;
 
 impl Skill for Release {
-    fn name(&self) -> &'static str {
-        "Release"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Grip
-    }
+    skill_meta!("Release", Grip);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         vec![Command::Grip { close: false }]
     }
@@ -456,9 +394,6 @@ impl Skill for Release {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -469,12 +404,7 @@ pub struct Lamp {
 }
 
 impl Skill for Lamp {
-    fn name(&self) -> &'static str {
-        "Lamp"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Lamp
-    }
+    skill_meta!("Lamp", Lamp);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         vec![Command::Lamp { on: self.on }]
     }
@@ -483,9 +413,6 @@ impl Skill for Lamp {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -504,12 +431,7 @@ impl Blink {
 }
 
 impl Skill for Blink {
-    fn name(&self) -> &'static str {
-        "Blink"
-    }
-    fn group(&self) -> SkillGroup {
-        SkillGroup::Lamp
-    }
+    skill_meta!("Blink", Lamp);
     fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
         self.on = true;
         self.elapsed = 0.0;
@@ -529,8 +451,5 @@ impl Skill for Blink {
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<Blink>().is_some_and(|o| o.period == self.period)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
