@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 
-use crsim::explore::{Cell, CellState, Explorer, Move, Phase, ground_truth, return_path};
+use crsim::explore::{Cell, CellState, ExploreCollision, Explorer, Move, Phase, ground_truth, return_path};
 use crsim::scene::schema::*;
 use crsim::scene::{ActiveScene, SceneSource, load_scene_file};
 use crsim::sim::SimTime;
@@ -65,9 +65,18 @@ fn seed_plan_2_the_map_after_hitting_an_obstacle() {
     let ex = named(&mut app, "ex");
     // Facing north from the den, the nearest ring first: (0,1) straight ahead, then from there
     // the ring-1 cell with the fewest moves, ties to the lowest cell: (-1,1), the west wall.
-    run_each_step_until(&mut app, 2000, |app| explorer(app, ex).stats.collisions > 0);
+    let mut cursor = app.world().resource::<Messages<ExploreCollision>>().get_cursor();
+    let mut reported = Vec::new();
+    run_each_step_until(&mut app, 2000, |app| {
+        reported.extend(cursor.read(app.world().resource::<Messages<ExploreCollision>>()).copied());
+        explorer(app, ex).stats.collisions > 0
+    });
+    // The collision is reported with the cell where it happened.
+    assert_eq!(reported.len(), 1);
+    assert_eq!((reported[0].robot, reported[0].cell, reported[0].obstacle), (ex, Cell::new(-1, 1), true));
     let e = explorer(&app, ex);
     assert_eq!(e.stats.collisions, 1);
+    assert_eq!(e.stats.last_collision.map(|c| c.0), Some(Cell::new(-1, 1)));
     assert_eq!(e.outbound, vec![Move::Forward, Move::Left]);
     assert_eq!(e.map.get(Cell::new(-1, 1)), CellState::Obstacle);
     assert_eq!(

@@ -57,6 +57,16 @@ struct Active {
     requested: u64,
 }
 
+/// An explorer's move ended in a collision: the cell it was entering, and whether the cell was
+/// an obstacle of the room (not another robot).
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExploreCollision {
+    pub robot: Entity,
+    pub cell: Cell,
+    pub obstacle: bool,
+    pub step: u64,
+}
+
 /// Counters for the run metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExploreStats {
@@ -69,6 +79,8 @@ pub struct ExploreStats {
     pub sonar_alarms: u32,
     /// Simulated seconds when exploring finished, home.
     pub finished_at: Option<f64>,
+    /// The last collision: the cell and the step.
+    pub last_collision: Option<(Cell, u64)>,
 }
 
 /// The explorer's state: its mental map, its believed pose, its path and plan.
@@ -179,7 +191,8 @@ fn walk(mut cell: Cell, mut dir: Dir, moves: &[Move]) -> Vec<Cell> {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_observer(attach_explorer)
+    app.add_message::<ExploreCollision>()
+        .add_observer(attach_explorer)
         .add_systems(FixedUpdate, explore.in_set(SimSet::Think))
         .world_mut()
         .get_resource_or_init::<ReportSections>()
@@ -235,6 +248,7 @@ fn mark_beam(explorer: &mut Explorer, origin: Vec2, sonar: &Sonar) {
 fn explore(
     time: Res<SimTime>,
     mut echoes: MessageReader<SonarEcho>,
+    mut collisions: MessageWriter<ExploreCollision>,
     sonars: Query<(&Transform, &Sonar)>,
     mut robots: Query<(Entity, &Robot, &Transform, &BumpSensor, &Executor, &mut SkillRequest, &mut Explorer)>,
     others: Query<(), With<Robot>>,
@@ -252,8 +266,15 @@ fn explore(
             }
         }
     }
-    for (_, robot, transform, bump, executor, mut request, mut ex) in &mut robots {
+    for (entity, robot, transform, bump, executor, mut request, mut ex) in &mut robots {
+        let before = ex.stats.collisions;
         step_explorer(&time, robot.index, transform, bump, executor, &mut request, &mut ex, &others);
+        if ex.stats.collisions > before
+            && let Some((cell, step)) = ex.stats.last_collision
+        {
+            let obstacle = ex.map.get(cell) == CellState::Obstacle;
+            collisions.write(ExploreCollision { robot: entity, cell, obstacle, step });
+        }
     }
 }
 
@@ -301,6 +322,9 @@ fn step_explorer(
                 ex.record_hit(target);
             } else if !hit.is_empty() {
                 ex.stats.collisions += 1;
+            }
+            if !hit.is_empty() {
+                ex.stats.last_collision = Some((target, time.step));
             }
             recover(ex, pos, active.from, time.step, request);
             return;

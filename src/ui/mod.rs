@@ -207,6 +207,9 @@ fn explorer_section(ui: &mut egui::Ui, explorers: &mut Query<&mut Explorer>, sel
         s.returns,
         s.sonar_alarms
     ));
+    if let Some((cell, step)) = s.last_collision {
+        ui.label(format!("last collision: cell ({}, {}) at step {step}", cell.x, cell.y));
+    }
     let path: String = ex.outbound.iter().map(|m| m.letter()).collect();
     ui.label(egui::RichText::new(format!("outbound: {path}")).monospace().small());
     if !ex.plan.is_empty() {
