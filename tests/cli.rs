@@ -118,20 +118,34 @@ fn bench_reports_robot_steps_per_second() {
     assert!(rate > 0.0);
 }
 
+/// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.
+fn run_app(scene: Option<&str>, png: &Path, frames: u32) -> Output {
+    let p = png.to_string_lossy().to_string();
+    let frames = frames.to_string();
+    let mut args = vec!["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim")];
+    args.extend(scene);
+    args.extend(["--screenshot", &p, "--frames", &frames]);
+    Command::new("xvfb-run").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("xvfb-run is installed")
+}
+
+/// The step the app stopped at and its hash, from its output.
+fn app_stop(out: &Output) -> (u64, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.starts_with("app stopped at step ")).expect("step line");
+    let step = line["app stopped at step ".len()..].split_whitespace().next().unwrap().parse().unwrap();
+    (step, hash_line(&stdout))
+}
+
 /// Launches the real app under Xvfb (software rendering), renders the default scene, saves a
 /// screenshot and checks it is a real picture: the arena and the panel, not a blank window.
-/// Then checks the app's trajectory equals a headless run of the same number of steps.
+/// Then checks the app's trajectory equals a headless run of the same number of steps, for the
+/// default scene and for the 64-robot swarm (many contacts).
 #[test]
 #[ignore = "needs Xvfb and Mesa; run by .ci/run"]
 fn gui_smoke_screenshot() {
     let dir = temp_dir("gui");
     let png = dir.join("shot.png");
-    let p = png.to_string_lossy().to_string();
-    let out = Command::new("xvfb-run")
-        .args(["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim"), "scenes/pens.ron", "--screenshot", &p])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("xvfb-run is installed");
+    let out = run_app(None, &png, 60);
     assert!(out.status.success(), "{}", text(&out));
     let (w, h, pixels) = read_png(&png);
     assert!(w >= 640 && h >= 400, "{w}x{h}");
@@ -147,12 +161,16 @@ fn gui_smoke_screenshot() {
     }
     assert!(colours.len() > 50, "only {} colours", colours.len());
     assert!(floor > pixels.len() / 3 / 5, "floor covers too little: {floor}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().find(|l| l.starts_with("app stopped at step ")).expect("step line");
-    let step: u64 = line["app stopped at step ".len()..].split_whitespace().next().unwrap().parse().unwrap();
+    let (step, hash) = app_stop(&out);
     assert!(step > 0);
     let run = crsim(&["run", "scenes/pens.ron", "--steps", &step.to_string()]);
-    assert_eq!(hash_line(&stdout), hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ");
+    assert_eq!(hash, hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ on the default scene");
+    let out = run_app(Some("scenes/swarm.ron"), &dir.join("swarm.png"), 150);
+    assert!(out.status.success(), "{}", text(&out));
+    let (step, hash) = app_stop(&out);
+    assert!(step > 100, "step {step}");
+    let run = crsim(&["run", "scenes/swarm.ron", "--steps", &step.to_string()]);
+    assert_eq!(hash, hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ on the swarm");
 }
 
 fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {

@@ -346,6 +346,48 @@ fn real_time_pacing_does_not_change_the_trajectory() {
     assert_eq!(paced.world().resource::<TrajectoryHash>(), manual.world().resource::<TrajectoryHash>());
 }
 
+#[derive(Component)]
+struct Tag<const N: usize>;
+
+/// The app has a window, cameras and a panel: many more archetypes than a headless run, which
+/// changes the order in which Bevy's queries meet archetypes. The trajectory must not care.
+#[test]
+fn the_trajectory_does_not_depend_on_other_archetypes_in_the_world() {
+    let (scene, _) = load_scene_file(&scene_path("swarm.ron")).unwrap();
+    let mut plain = app(scene.clone());
+    run_steps(&mut plain, 300);
+    let mut crowded = App::new();
+    crowded.add_plugins((MinimalPlugins, TransformPlugin, crsim::SimPlugin));
+    for i in 0..64u32 {
+        let mut e = crowded.world_mut().spawn(Transform::default());
+        // A different archetype for every i.
+        if i & 1 != 0 {
+            e.insert(Tag::<0>);
+        }
+        if i & 2 != 0 {
+            e.insert(Tag::<1>);
+        }
+        if i & 4 != 0 {
+            e.insert(Tag::<2>);
+        }
+        if i & 8 != 0 {
+            e.insert(Tag::<3>);
+        }
+        if i & 16 != 0 {
+            e.insert(Tag::<4>);
+        }
+        if i & 32 != 0 {
+            e.insert(Name::new("x"));
+        }
+    }
+    crowded.world_mut().resource_mut::<PendingScene>().request(scene, SceneSource::Generated);
+    crowded.finish();
+    crowded.cleanup();
+    crowded.update();
+    run_steps(&mut crowded, 300);
+    assert_eq!(plain.world().resource::<TrajectoryHash>(), crowded.world().resource::<TrajectoryHash>());
+}
+
 #[test]
 fn reloading_a_scene_restarts_it_exactly() {
     let (scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();

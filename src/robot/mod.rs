@@ -12,7 +12,7 @@ use crate::scene::SceneEntity;
 use crate::scene::schema::{ControllerSpec, RobotSpec};
 use crate::sim::{SimSet, rng};
 use crate::skills::{Executor, SkillRequest};
-use crate::world::{Seeable, groups, transform2d};
+use crate::world::{PendingPhysics, Seeable, groups, transform2d};
 
 mod controllers;
 mod drive;
@@ -140,8 +140,7 @@ pub fn spawn_robot(
         Seeable::Robot,
         transform2d(pos, spec.pose.2.to_radians()),
         (
-            RigidBody::Dynamic,
-            Collider::ball(spec.radius),
+            PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(spec.radius)),
             ColliderMassProperties::Density(150.0),
             Friction::coefficient(0.0),
             Restitution::coefficient(0.0),

@@ -18,7 +18,9 @@ pub use schema::SceneFile;
 
 use crate::robot::{RobotOrder, spawn_robot};
 use crate::sim::{SimClock, SimTime, TrajectoryHash, rng::SimSeed};
-use crate::world::spawn_world;
+use bevy::ecs::system::SystemId;
+
+use crate::world::{PendingPhysics, spawn_world};
 
 /// Marks every entity that belongs to the loaded scene (despawned on reload).
 #[derive(Component, Debug, Clone, Copy, Default)]
@@ -91,6 +93,49 @@ fn apply_pending_scene(world: &mut World) {
     }
 }
 
+/// The registered physics initialisation systems, run once per body on scene load.
+#[derive(Resource, Clone, Copy)]
+struct PhysicsInit {
+    bodies: SystemId,
+    colliders: SystemId,
+}
+
+/// Puts the freshly spawned scene into the physics world one body at a time, in spawn order.
+/// Left to the first step, rapier would take the bodies in the order Bevy's queries meet their
+/// archetypes, which follows the hashing of archetype ids and so depends on everything else in
+/// the world (the app has a window, a camera, a panel...); rapier's results depend on that order,
+/// and the app and a headless run would differ.
+fn init_physics(world: &mut World, bodies: &[Entity]) {
+    use bevy_rapier2d::plugin::systems::{init_colliders, init_rigid_bodies};
+    let init = match world.get_resource::<PhysicsInit>() {
+        Some(init) => *init,
+        None => {
+            let init = PhysicsInit {
+                bodies: world.register_system(init_rigid_bodies),
+                colliders: world.register_system(init_colliders),
+            };
+            world.insert_resource(init);
+            init
+        }
+    };
+    world.flush();
+    for &e in bodies {
+        let Some(pending) = world.entity_mut(e).take::<PendingPhysics>() else { continue };
+        let transform = world.get::<Transform>(e).copied().unwrap_or_default();
+        let mut entity = world.entity_mut(e);
+        entity.insert((pending.collider, GlobalTransform::from(transform)));
+        if let Some(body) = pending.body {
+            entity.insert(body);
+        }
+        for system in [init.bodies, init.colliders] {
+            if let Err(err) = world.run_system(system) {
+                error!("physics initialisation of {e}: {err}");
+            }
+        }
+        world.flush();
+    }
+}
+
 /// Replaces the running simulation with `scene`. The scene must be valid (see
 /// [`validate::validate`]).
 pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
@@ -116,13 +161,15 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     world.insert_resource(SimSeed(scene.seed));
     world.resource_mut::<SimClock>().clear();
 
-    let dens = spawn_world(world, &scene);
+    let (dens, mut bodies) = spawn_world(world, &scene);
     let mut order = Vec::with_capacity(scene.robots.len());
     for (i, spec) in scene.robots.iter().enumerate() {
         let den = spec.den.as_ref().and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
         order.push(spawn_robot(world, spec, i as u32, den, scene.seed, scene.botlink.watchdog));
     }
+    bodies.extend(order.iter().copied());
     world.insert_resource(RobotOrder(order));
+    init_physics(world, &bodies);
     crate::botlink::udp::open_endpoints(world, &scene);
     let generation = world.get_resource::<ActiveScene>().map_or(1, |a| a.generation + 1);
     world.insert_resource(ActiveScene { scene, source, generation });

@@ -74,6 +74,21 @@ pub struct Station {
     pub rate: f32,
 }
 
+/// A body waiting to enter the physics world. Scene loading puts bodies into rapier one at a
+/// time in spawn order (see `scene::load_now`): rapier's results depend on the order bodies are
+/// added, and left to rapier's own systems that order would follow Bevy's archetype hashing.
+#[derive(Component, Debug, Clone)]
+pub struct PendingPhysics {
+    pub body: Option<RigidBody>,
+    pub collider: Collider,
+}
+
+impl PendingPhysics {
+    pub fn new(body: Option<RigidBody>, collider: Collider) -> Self {
+        Self { body, collider }
+    }
+}
+
 /// What a robot's camera can recognise.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Seeable {
@@ -99,26 +114,28 @@ pub fn transform2d(pos: Vec2, angle: f32) -> Transform {
 }
 
 /// Spawns everything but the robots, in scene order (walls, boxes, pens, dens, stations,
-/// sonars). Returns the den entities by name for the robots to refer to.
-pub fn spawn_world(world: &mut World, scene: &SceneFile) -> Vec<(String, Entity)> {
+/// sonars). Returns the den entities by name for the robots to refer to, and the entities with
+/// a body, in spawn order.
+pub fn spawn_world(world: &mut World, scene: &SceneFile) -> (Vec<(String, Entity)>, Vec<Entity>) {
     world.insert_resource(Arena { width: scene.arena.width, height: scene.arena.height });
+    let mut bodies = Vec::new();
     for wall in all_walls(scene) {
-        spawn_wall(world, &wall);
+        bodies.push(spawn_wall(world, &wall));
     }
     for b in &scene.boxes {
-        spawn_box(world, b);
+        bodies.push(spawn_box(world, b));
     }
     for p in &scene.pens {
-        spawn_pen(world, p);
+        bodies.push(spawn_pen(world, p));
     }
     let dens = scene.dens.iter().map(|d| (d.name.clone(), spawn_den(world, d))).collect();
     for s in &scene.stations {
-        spawn_station(world, s);
+        bodies.push(spawn_station(world, s));
     }
     for s in &scene.sonars {
         spawn_sonar(world, s);
     }
-    dens
+    (dens, bodies)
 }
 
 fn solid(members: Group) -> CollisionGroups {
@@ -135,8 +152,7 @@ fn spawn_wall(world: &mut World, w: &WallSpec) -> Entity {
             SceneEntity,
             Wall { size },
             transform2d((from + to) / 2.0, d.y.atan2(d.x)),
-            RigidBody::Fixed,
-            Collider::cuboid(size.x / 2.0, size.y / 2.0),
+            PendingPhysics::new(Some(RigidBody::Fixed), Collider::cuboid(size.x / 2.0, size.y / 2.0)),
             solid(groups::WALL),
             Friction::coefficient(0.0),
         ))
@@ -152,8 +168,7 @@ fn spawn_box(world: &mut World, b: &BoxSpec) -> Entity {
             PenBox { size, pens: 0 },
             Seeable::Box,
             transform2d(v(b.center), b.angle.to_radians()),
-            RigidBody::Fixed,
-            Collider::cuboid(size.x / 2.0, size.y / 2.0),
+            PendingPhysics::new(Some(RigidBody::Fixed), Collider::cuboid(size.x / 2.0, size.y / 2.0)),
             solid(groups::BOX),
             Friction::coefficient(0.0),
         ))
@@ -168,8 +183,7 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
             Pen { radius: p.radius },
             Seeable::Pen,
             transform2d(v(p.pos), 0.0),
-            RigidBody::Dynamic,
-            Collider::ball(p.radius),
+            PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(p.radius)),
             ColliderMassProperties::Density(50.0),
             // Floor friction: a pushed pen slides a little and stops.
             Damping { linear_damping: 6.0, angular_damping: 6.0 },
@@ -191,7 +205,7 @@ fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
             Station { radius: s.radius, rate: s.rate },
             Seeable::Station,
             transform2d(v(s.pos), 0.0),
-            Collider::ball(s.radius),
+            PendingPhysics::new(None, Collider::ball(s.radius)),
             Sensor,
             CollisionGroups::new(groups::STATION, groups::ROBOT),
         ))
