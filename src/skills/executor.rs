@@ -339,6 +339,49 @@ mod tests {
         assert!((37..=39).contains(&steps), "{steps}");
     }
 
+    /// Integrates a skill's move commands for a robot at `c` until done or `max` ticks.
+    fn drive(skill: &mut dyn Skill, c: &mut SkillContext, max: usize) -> (usize, SkillStatus) {
+        skill.entry(c);
+        for tick in 0..max {
+            let (cmds, status) = skill.tick(c);
+            if status == SkillStatus::Done {
+                return (tick, status);
+            }
+            if let Some(Command::Move { linear, angular }) = cmds.last() {
+                c.heading += angular * c.period;
+                c.position += Vec2::from_angle(c.heading) * *linear * c.period;
+            }
+        }
+        (max, SkillStatus::Running)
+    }
+
+    #[test]
+    fn move_to_turns_towards_the_point_and_stops_on_it() {
+        let mut c = ctx();
+        let mut skill = MoveTo { point: Vec2::new(0.0, 1.0), speed: 0.4, tolerance: 0.005 };
+        let (ticks, status) = drive(&mut skill, &mut c, 500);
+        assert_eq!(status, SkillStatus::Done);
+        assert!(c.position.distance(Vec2::new(0.0, 1.0)) <= 0.005, "{:?}", c.position);
+        // 1 m at 0.4 m/s plus a quarter turn: about 2.5 s of 20 ms ticks, and not much more.
+        assert!((125..=160).contains(&ticks), "{ticks}");
+    }
+
+    #[test]
+    fn follow_keeps_its_distance_and_ends_when_the_subject_is_gone() {
+        let mut c = ctx();
+        c.target = Some(Vec2::new(1.0, 0.0));
+        let mut skill = Follow { target: bevy::prelude::Entity::PLACEHOLDER, distance: 0.3, speed: 0.5 };
+        let (_, status) = drive(&mut skill, &mut c, 200);
+        assert_eq!(status, SkillStatus::Running, "following never completes by itself");
+        assert!((c.position.x - 0.7).abs() < 0.01, "{:?}", c.position);
+        // The subject moves on: the follower closes up again.
+        c.target = Some(Vec2::new(2.0, 0.0));
+        drive(&mut skill, &mut c, 200);
+        assert!((c.position.x - 1.7).abs() < 0.01, "{:?}", c.position);
+        c.target = None;
+        assert_eq!(skill.tick(&c).1, SkillStatus::Done);
+    }
+
     #[test]
     fn clear_runs_every_exit() {
         let mut ex = SkillExecutor::new(0.02);
