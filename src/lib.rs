@@ -7,6 +7,7 @@
 use bevy::prelude::*;
 
 pub mod botlink;
+pub mod comms;
 pub mod explore;
 pub mod render;
 pub mod robot;

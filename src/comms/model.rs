@@ -1,0 +1,590 @@
+//! The communication model of seed 000 as plain types: registration with a communication type,
+//! send (point to point or broadcast) and get, parameters at system, robot and pair level, a
+//! priority queue per robot ordered by receive step (ties in sending order) with a bounded
+//! capacity, seeded loss draws, and accounting: every message sent is delivered, in flight or
+//! dropped with a cause.
+//!
+//! The rules where the seed is silent are those of `shared/notes/seed-notes.md`:
+//! - link: the system link, the sender's outgoing link, the receiver's incoming link and the
+//!   pair's link (when set) must all be on;
+//! - range: the smallest of the system range, the sender's range and the pair's range (unset is
+//!   unlimited);
+//! - delay: the pair's delay when set, otherwise the system delay plus the sender's delay;
+//! - probability: the product of the system's, the sender's and the pair's (when set);
+//! - delay and loss are decided at send time; `received_step = sent_step + delay`;
+//! - `get_messages(robot, step)` returns every queued message with `received_step <= step`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use rand::RngExt;
+
+use crate::sim::rng::SimRng;
+
+/// What a robot may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommType {
+    pub broadcast: bool,
+    pub point_to_point: bool,
+}
+
+/// System-level parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SystemParams {
+    pub link: bool,
+    /// Metres; `None` is unlimited.
+    pub range: Option<f32>,
+    /// Steps.
+    pub delay: u32,
+    pub probability: f32,
+}
+
+impl Default for SystemParams {
+    fn default() -> Self {
+        Self { link: true, range: None, delay: 0, probability: 1.0 }
+    }
+}
+
+/// A robot's parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RobotParams {
+    pub incoming: bool,
+    pub outgoing: bool,
+    /// Maximum sending range, metres; `None` is unlimited.
+    pub range: Option<f32>,
+    pub delay: u32,
+    pub probability: f32,
+    pub kind: CommType,
+}
+
+impl RobotParams {
+    pub fn new(kind: CommType) -> Self {
+        Self { incoming: true, outgoing: true, range: None, delay: 0, probability: 1.0, kind }
+    }
+}
+
+/// Overrides for one sender → receiver pair; `None` leaves the other levels in charge.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PairParams {
+    pub link: Option<bool>,
+    pub range: Option<f32>,
+    pub delay: Option<u32>,
+    pub probability: Option<f32>,
+}
+
+/// The link a message from a sender to a receiver actually gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EffectiveLink {
+    pub up: bool,
+    pub range: Option<f32>,
+    pub delay: u32,
+    pub probability: f32,
+}
+
+/// The one place the three levels combine, so the panel and the delivery agree.
+pub fn effective_link(
+    system: &SystemParams,
+    sender: &RobotParams,
+    receiver: &RobotParams,
+    pair: Option<&PairParams>,
+) -> EffectiveLink {
+    let pair = pair.copied().unwrap_or_default();
+    let range = [system.range, sender.range, pair.range].into_iter().flatten().reduce(f32::min);
+    EffectiveLink {
+        up: system.link && sender.outgoing && receiver.incoming && pair.link.unwrap_or(true),
+        range,
+        delay: pair.delay.unwrap_or(system.delay + sender.delay),
+        probability: system.probability * sender.probability * pair.probability.unwrap_or(1.0),
+    }
+}
+
+/// Why a message was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropCause {
+    LinkOff,
+    OutOfRange,
+    Lost,
+    NoAbility,
+    UnknownRobot,
+    InboxFull,
+}
+
+impl DropCause {
+    pub const ALL: [DropCause; 6] = [
+        DropCause::LinkOff,
+        DropCause::OutOfRange,
+        DropCause::Lost,
+        DropCause::NoAbility,
+        DropCause::UnknownRobot,
+        DropCause::InboxFull,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DropCause::LinkOff => "link_off",
+            DropCause::OutOfRange => "out_of_range",
+            DropCause::Lost => "lost",
+            DropCause::NoAbility => "no_ability",
+            DropCause::UnknownRobot => "unknown_robot",
+            DropCause::InboxFull => "inbox_full",
+        }
+    }
+}
+
+/// A message on its way, or delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message<T> {
+    pub sender: String,
+    /// `None` for a broadcast.
+    pub receiver: Option<String>,
+    pub content: T,
+    pub sent_step: u64,
+    pub received_step: u64,
+    /// Sending order, for ties.
+    pub seq: u64,
+}
+
+/// Errors of the interface (each is also counted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommsError {
+    AlreadyRegistered(String),
+    UnknownRobot(String),
+}
+
+impl fmt::Display for CommsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommsError::AlreadyRegistered(n) => write!(f, "robot \"{n}\" is already registered"),
+            CommsError::UnknownRobot(n) => write!(f, "robot \"{n}\" is not registered"),
+        }
+    }
+}
+
+impl std::error::Error for CommsError {}
+
+/// Counters: `sent = delivered + in_flight + dropped`, always.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommsStats {
+    pub sent: u64,
+    pub delivered: u64,
+    pub in_flight: u64,
+    pub dropped: BTreeMap<DropCause, u64>,
+    /// Sum and maximum of delivered messages' latency, in steps.
+    pub latency_sum: u64,
+    pub latency_max: u64,
+    /// Interface errors (double registration, unknown robots).
+    pub errors: u64,
+}
+
+impl CommsStats {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+
+    pub fn delivery_ratio(&self) -> f64 {
+        let settled = self.delivered + self.dropped_total();
+        if settled == 0 { 1.0 } else { self.delivered as f64 / settled as f64 }
+    }
+
+    pub fn mean_latency(&self) -> f64 {
+        if self.delivered == 0 { 0.0 } else { self.latency_sum as f64 / self.delivered as f64 }
+    }
+
+    fn drop(&mut self, cause: DropCause) {
+        *self.dropped.entry(cause).or_default() += 1;
+    }
+}
+
+/// A registered robot: its parameters and its priority queue.
+#[derive(Debug, Clone)]
+pub struct RobotRecord<T> {
+    pub params: RobotParams,
+    /// Ordered by (received step, sending order).
+    inbox: BTreeMap<(u64, u64), Message<T>>,
+    pub stats: CommsStats,
+}
+
+impl<T> RobotRecord<T> {
+    /// Pending messages, soonest first.
+    pub fn pending(&self) -> impl Iterator<Item = &Message<T>> {
+        self.inbox.values()
+    }
+}
+
+/// Where a message goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Robot(String),
+    Broadcast,
+}
+
+/// The communication model.
+#[derive(Debug, Clone)]
+pub struct CommsModel<T> {
+    pub system: SystemParams,
+    robots: HashMap<String, RobotRecord<T>>,
+    pairs: HashMap<(String, String), PairParams>,
+    /// Messages a robot's queue may hold.
+    pub capacity: usize,
+    rng: SimRng,
+    seq: u64,
+    pub stats: CommsStats,
+}
+
+impl<T: Clone> CommsModel<T> {
+    pub fn new(system: SystemParams, capacity: usize, rng: SimRng) -> Self {
+        Self {
+            system,
+            robots: HashMap::new(),
+            pairs: HashMap::new(),
+            capacity,
+            rng,
+            seq: 0,
+            stats: CommsStats::default(),
+        }
+    }
+
+    /// Registers a robot with its communication type.
+    pub fn register(&mut self, name: &str, kind: CommType) -> Result<(), CommsError> {
+        if self.robots.contains_key(name) {
+            self.stats.errors += 1;
+            return Err(CommsError::AlreadyRegistered(name.to_string()));
+        }
+        let record =
+            RobotRecord { params: RobotParams::new(kind), inbox: BTreeMap::new(), stats: CommsStats::default() };
+        self.robots.insert(name.to_string(), record);
+        Ok(())
+    }
+
+    /// Unregisters a robot; what was still queued for it is dropped as sent to an unknown robot.
+    pub fn unregister(&mut self, name: &str) -> Result<(), CommsError> {
+        let Some(record) = self.robots.remove(name) else {
+            self.stats.errors += 1;
+            return Err(CommsError::UnknownRobot(name.to_string()));
+        };
+        for _ in record.inbox.values() {
+            self.stats.in_flight -= 1;
+            self.stats.drop(DropCause::UnknownRobot);
+        }
+        self.pairs.retain(|(a, b), _| a != name && b != name);
+        Ok(())
+    }
+
+    pub fn robot(&self, name: &str) -> Option<&RobotRecord<T>> {
+        self.robots.get(name)
+    }
+
+    pub fn robot_params_mut(&mut self, name: &str) -> Option<&mut RobotParams> {
+        self.robots.get_mut(name).map(|r| &mut r.params)
+    }
+
+    pub fn set_pair(&mut self, sender: &str, receiver: &str, params: PairParams) {
+        self.pairs.insert((sender.to_string(), receiver.to_string()), params);
+    }
+
+    pub fn pair(&self, sender: &str, receiver: &str) -> Option<&PairParams> {
+        self.pairs.get(&(sender.to_string(), receiver.to_string()))
+    }
+
+    /// The effective link from `sender` to `receiver`, if both are registered.
+    pub fn link(&self, sender: &str, receiver: &str) -> Option<EffectiveLink> {
+        let (s, r) = (self.robots.get(sender)?, self.robots.get(receiver)?);
+        Some(effective_link(&self.system, &s.params, &r.params, self.pair(sender, receiver)))
+    }
+
+    /// Sends `content` at `step`. A broadcast goes to each of `candidates` (the robots the caller's
+    /// spatial index found near the sender; the sender itself is skipped), each with its own
+    /// loss draw; `distance` gives the distance between two robots at send time. Returns what
+    /// happened to each message (one for point to point, one per candidate for a broadcast).
+    pub fn send(
+        &mut self,
+        sender: &str,
+        target: Target,
+        content: T,
+        step: u64,
+        candidates: &[String],
+        distance: impl Fn(&str, &str) -> Option<f32>,
+    ) -> Vec<Result<u64, DropCause>> {
+        let Some(from) = self.robots.get(sender) else {
+            self.stats.errors += 1;
+            return vec![self.settle_drop(sender, DropCause::UnknownRobot)];
+        };
+        let kind = from.params.kind;
+        let receivers: Vec<String> = match &target {
+            Target::Robot(r) => {
+                if !kind.point_to_point {
+                    return vec![self.settle_drop(sender, DropCause::NoAbility)];
+                }
+                vec![r.clone()]
+            }
+            Target::Broadcast => {
+                if !kind.broadcast {
+                    return vec![self.settle_drop(sender, DropCause::NoAbility)];
+                }
+                candidates.iter().filter(|c| c.as_str() != sender).cloned().collect()
+            }
+        };
+        let broadcast = target == Target::Broadcast;
+        receivers.into_iter().map(|r| self.send_one(sender, &r, broadcast, content.clone(), step, &distance)).collect()
+    }
+
+    fn settle_drop(&mut self, sender: &str, cause: DropCause) -> Result<u64, DropCause> {
+        self.stats.sent += 1;
+        self.stats.drop(cause);
+        if let Some(s) = self.robots.get_mut(sender) {
+            s.stats.sent += 1;
+            s.stats.drop(cause);
+        }
+        Err(cause)
+    }
+
+    fn send_one(
+        &mut self,
+        sender: &str,
+        receiver: &str,
+        broadcast: bool,
+        content: T,
+        step: u64,
+        distance: &impl Fn(&str, &str) -> Option<f32>,
+    ) -> Result<u64, DropCause> {
+        let Some(link) = self.link(sender, receiver) else {
+            self.stats.errors += 1;
+            return self.settle_drop(sender, DropCause::UnknownRobot);
+        };
+        if !link.up {
+            return self.settle_drop(sender, DropCause::LinkOff);
+        }
+        if let Some(range) = link.range
+            && distance(sender, receiver).is_none_or(|d| d > range)
+        {
+            return self.settle_drop(sender, DropCause::OutOfRange);
+        }
+        // One draw per message, always, so the stream does not depend on the probability.
+        let draw: f32 = self.rng.random();
+        if draw >= link.probability {
+            return self.settle_drop(sender, DropCause::Lost);
+        }
+        let capacity = self.capacity;
+        let record = self.robots.get_mut(receiver).expect("checked by link()");
+        if record.inbox.len() >= capacity {
+            return self.settle_drop(sender, DropCause::InboxFull);
+        }
+        self.seq += 1;
+        let received_step = step + u64::from(link.delay);
+        let message = Message {
+            sender: sender.to_string(),
+            receiver: (!broadcast).then(|| receiver.to_string()),
+            content,
+            sent_step: step,
+            received_step,
+            seq: self.seq,
+        };
+        record.inbox.insert((received_step, self.seq), message);
+        self.stats.sent += 1;
+        self.stats.in_flight += 1;
+        if let Some(s) = self.robots.get_mut(sender) {
+            s.stats.sent += 1;
+        }
+        Ok(received_step)
+    }
+
+    /// Takes every message for `robot` whose receive step has come, in (receive step, sending
+    /// order) order.
+    pub fn get_messages(&mut self, robot: &str, step: u64) -> Result<Vec<Message<T>>, CommsError> {
+        let Some(record) = self.robots.get_mut(robot) else {
+            self.stats.errors += 1;
+            return Err(CommsError::UnknownRobot(robot.to_string()));
+        };
+        let later = record.inbox.split_off(&(step + 1, 0));
+        let due = std::mem::replace(&mut record.inbox, later);
+        let messages: Vec<Message<T>> = due.into_values().collect();
+        for m in &messages {
+            let latency = m.received_step - m.sent_step;
+            record.stats.delivered += 1;
+            self.stats.delivered += 1;
+            self.stats.in_flight -= 1;
+            self.stats.latency_sum += latency;
+            self.stats.latency_max = self.stats.latency_max.max(latency);
+        }
+        Ok(messages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::rng::stream;
+
+    const BOTH: CommType = CommType { broadcast: true, point_to_point: true };
+
+    fn model(names: &[&str]) -> CommsModel<&'static str> {
+        let mut m = CommsModel::new(SystemParams::default(), 8, stream(1, "comms", 0));
+        for n in names {
+            m.register(n, BOTH).unwrap();
+        }
+        m
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn near(_: &str, _: &str) -> Option<f32> {
+        Some(1.0)
+    }
+
+    fn identity_holds<T: Clone>(m: &CommsModel<T>) -> bool {
+        m.stats.sent == m.stats.delivered + m.stats.in_flight + m.stats.dropped_total()
+    }
+
+    #[test]
+    fn each_combination_rule() {
+        let sys = SystemParams { link: true, range: Some(10.0), delay: 2, probability: 0.9 };
+        let mut s = RobotParams::new(BOTH);
+        s.range = Some(4.0);
+        s.delay = 3;
+        s.probability = 0.5;
+        let r = RobotParams::new(BOTH);
+        let l = effective_link(&sys, &s, &r, None);
+        assert_eq!(l, EffectiveLink { up: true, range: Some(4.0), delay: 5, probability: 0.45 });
+        let pair = PairParams { link: None, range: Some(2.0), delay: Some(1), probability: Some(0.5) };
+        let l = effective_link(&sys, &s, &r, Some(&pair));
+        assert_eq!(l, EffectiveLink { up: true, range: Some(2.0), delay: 1, probability: 0.225 });
+        let mut off = r;
+        off.incoming = false;
+        assert!(!effective_link(&sys, &s, &off, None).up);
+        assert!(!effective_link(&sys, &s, &r, Some(&PairParams { link: Some(false), ..default_pair() })).up);
+        let unlimited = effective_link(&SystemParams::default(), &RobotParams::new(BOTH), &r, None);
+        assert_eq!(unlimited.range, None);
+    }
+
+    fn default_pair() -> PairParams {
+        PairParams::default()
+    }
+
+    #[test]
+    fn queue_order_by_receive_step_ties_in_sending_order() {
+        let mut m = model(&["a", "b", "c"]);
+        m.set_pair("a", "c", PairParams { delay: Some(3), ..default_pair() });
+        m.send("a", Target::Robot("c".into()), "late", 0, &[], near).remove(0).unwrap();
+        m.send("b", Target::Robot("c".into()), "first", 2, &[], near).remove(0).unwrap();
+        m.send("a", Target::Robot("c".into()), "tie-a", 0, &[], near).remove(0).unwrap();
+        let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| m.content).collect();
+        // "first" arrives at step 2; "late" and "tie-a" both at 3, in sending order.
+        assert_eq!(got, vec!["first", "late", "tie-a"]);
+        assert!(m.get_messages("c", 10).unwrap().is_empty(), "removed once delivered");
+    }
+
+    #[test]
+    fn delay_holds_messages_until_their_step() {
+        let mut m = model(&["a", "b"]);
+        m.system.delay = 4;
+        assert_eq!(m.send("a", Target::Robot("b".into()), "x", 10, &[], near), vec![Ok(14)]);
+        assert!(m.get_messages("b", 13).unwrap().is_empty());
+        let got = m.get_messages("b", 20).unwrap();
+        assert_eq!((got.len(), got[0].received_step), (1, 14));
+        assert_eq!((m.stats.latency_max, m.stats.mean_latency()), (4, 4.0));
+    }
+
+    #[test]
+    fn ten_thousand_sends_at_probability_0_7_deliver_70_percent() {
+        let mut m = model(&["a", "b"]);
+        m.capacity = 20_000;
+        m.system.probability = 0.7;
+        for step in 0..10_000 {
+            m.send("a", Target::Robot("b".into()), "x", step, &[], near);
+        }
+        let n = m.get_messages("b", 10_000).unwrap().len() as f64;
+        assert!((n / 10_000.0 - 0.7).abs() <= 0.02, "{n}");
+        assert_eq!(m.stats.dropped[&DropCause::Lost] as f64 + n, 10_000.0);
+    }
+
+    #[test]
+    fn broadcast_excludes_the_sender_and_respects_range() {
+        let mut m = model(&["a", "b", "c", "d"]);
+        m.system.range = Some(5.0);
+        let dist = |_: &str, r: &str| Some(if r == "d" { 9.0 } else { 2.0 });
+        let out = m.send("a", Target::Broadcast, "hello", 0, &names(&["a", "b", "c", "d"]), dist);
+        assert_eq!(out, vec![Ok(0), Ok(0), Err(DropCause::OutOfRange)]);
+        assert!(m.get_messages("a", 0).unwrap().is_empty());
+        let got = m.get_messages("b", 0).unwrap();
+        assert_eq!((got[0].receiver.clone(), got[0].sender.as_str()), (None, "a"));
+        assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
+        assert!(m.get_messages("d", 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn abilities_are_enforced() {
+        let mut m = model(&["b"]);
+        m.register("shy", CommType { broadcast: false, point_to_point: true }).unwrap();
+        m.register("loud", CommType { broadcast: true, point_to_point: false }).unwrap();
+        assert_eq!(m.send("shy", Target::Broadcast, "x", 0, &names(&["b"]), near), vec![Err(DropCause::NoAbility)]);
+        assert_eq!(m.send("loud", Target::Robot("b".into()), "x", 0, &[], near), vec![Err(DropCause::NoAbility)]);
+        assert_eq!(m.send("shy", Target::Robot("b".into()), "x", 0, &[], near), vec![Ok(0)]);
+        assert_eq!(m.send("loud", Target::Broadcast, "x", 0, &names(&["b"]), near), vec![Ok(0)]);
+    }
+
+    #[test]
+    fn unknown_robots_and_double_registration_are_errors_and_counted() {
+        let mut m = model(&["a"]);
+        assert_eq!(m.register("a", BOTH), Err(CommsError::AlreadyRegistered("a".into())));
+        assert_eq!(m.send("ghost", Target::Robot("a".into()), "x", 0, &[], near), vec![Err(DropCause::UnknownRobot)]);
+        assert_eq!(m.send("a", Target::Robot("ghost".into()), "x", 0, &[], near), vec![Err(DropCause::UnknownRobot)]);
+        assert!(m.get_messages("ghost", 0).is_err());
+        assert_eq!(m.stats.errors, 4);
+        assert!(identity_holds(&m));
+    }
+
+    #[test]
+    fn overflow_is_counted() {
+        let mut m = model(&["a", "b"]);
+        m.capacity = 2;
+        let out: Vec<_> = (0..3).map(|i| m.send("a", Target::Robot("b".into()), "x", i, &[], near).remove(0)).collect();
+        assert_eq!(out, vec![Ok(0), Ok(1), Err(DropCause::InboxFull)]);
+        assert_eq!(m.stats.dropped[&DropCause::InboxFull], 1);
+    }
+
+    #[test]
+    fn the_accounting_identity_holds_through_a_random_run() {
+        let robots = ["a", "b", "c", "d", "e"];
+        let mut m = model(&robots);
+        m.capacity = 5;
+        m.system.probability = 0.8;
+        m.system.range = Some(6.0);
+        let mut rng = stream(9, "test", 0);
+        for step in 0..2_000u64 {
+            let s = robots[rng.random_range(0..5)];
+            m.system.delay = rng.random_range(0..4);
+            if rng.random_bool(0.3) {
+                m.send(s, Target::Broadcast, "b", step, &names(&robots), |_, _| Some(5.0));
+            } else {
+                let r = robots[rng.random_range(0..5)];
+                m.send(s, Target::Robot(r.into()), "p", step, &[], |_, _| Some(if r == "e" { 7.0 } else { 1.0 }));
+            }
+            if rng.random_bool(0.5) {
+                let _ = m.get_messages(robots[rng.random_range(0..5)], step);
+            }
+            if step == 1500 {
+                m.unregister("d").unwrap();
+            }
+            assert!(identity_holds(&m), "step {step}: {:?}", m.stats);
+        }
+        assert!(m.stats.dropped.len() >= 4, "{:?}", m.stats.dropped);
+    }
+
+    #[test]
+    fn same_seed_same_deliveries() {
+        let run = |seed| {
+            let mut m: CommsModel<u32> =
+                CommsModel::new(SystemParams { probability: 0.5, ..Default::default() }, 100, stream(seed, "comms", 0));
+            for n in ["a", "b"] {
+                m.register(n, BOTH).unwrap();
+            }
+            (0..200)
+                .map(|i| m.send("a", Target::Robot("b".into()), i, i as u64, &[], near)[0].is_ok())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(3), run(3));
+        assert_ne!(run(3), run(4));
+    }
+}
