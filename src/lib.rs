@@ -32,6 +32,7 @@ impl Plugin for SimPlugin {
         robot::plugin(app);
         skills::plugin(app);
         botlink::plugin(app);
+        comms::plugin(app);
         explore::plugin(app);
     }
 }

@@ -45,6 +45,9 @@ enum Command {
         /// Write the run metrics as JSON here.
         #[arg(long, value_name = "FILE.json")]
         out: Option<PathBuf>,
+        /// Switch the radio off (the communication model's system link), to compare.
+        #[arg(long)]
+        no_radio: bool,
     },
     /// Validate scene files; prints `ok` or the errors for each.
     Check {
@@ -66,7 +69,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames))),
-        Some(Command::Run { scene, steps, seed, out }) => run(&scene, steps, seed, out.as_deref()),
+        Some(Command::Run { scene, steps, seed, out, no_radio }) => run(&scene, steps, seed, out.as_deref(), no_radio),
         Some(Command::Check { files }) => check(&files),
         Some(Command::Bench { robots, steps, seed }) => bench(robots, steps, seed),
     }
@@ -100,13 +103,16 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-fn run(path: &Path, steps: u64, seed: Option<u64>, out: Option<&Path>) -> ExitCode {
+fn run(path: &Path, steps: u64, seed: Option<u64>, out: Option<&Path>, no_radio: bool) -> ExitCode {
     let mut scene = match load(path) {
         Ok(s) => s,
         Err(code) => return code,
     };
     if let Some(seed) = seed {
         scene.seed = seed;
+    }
+    if no_radio {
+        scene.comms.link = false;
     }
     let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
     let bar = progress_bar(steps);

@@ -234,3 +234,47 @@ fn the_random_walk_explores_too_and_never_repeats_a_collision() {
         ground_truth(&app.world().resource::<ActiveScene>().scene, e.cell_size, e.map.cols, e.map.rows, e.map.den);
     assert!(e.coverage(&truth) > 0.3, "coverage {}", e.coverage(&truth));
 }
+
+/// Two explorers in one room: with the radio on, each avoids obstacles it never touched itself,
+/// because the other told it; with the radio off, each must hit every obstacle itself.
+#[test]
+fn explorers_sharing_obstacles_over_the_radio_avoid_obstacles_they_never_touched() {
+    let two = |radio: bool| {
+        let mut s = small_room(false);
+        s.dens.push(DenSpec { name: "den2".into(), pos: (1.1, 0.9), radius: 0.1 });
+        let mut r = s.robots[0].clone();
+        r.name = "ex2".into();
+        r.pose = (1.1, 0.9, -90.0);
+        r.den = Some("den2".into());
+        s.robots.push(r);
+        s.comms.link = radio;
+        let mut app = headless_app(s, SceneSource::Generated);
+        let (a, b) = (named(&mut app, "ex"), named(&mut app, "ex2"));
+        run_until(&mut app, 60_000, |app| {
+            explorer(app, a).phase == Phase::Done && explorer(app, b).phase == Phase::Done
+        });
+        let report = build_report(app.world_mut(), 0.0);
+        (explorer(&app, a).stats, explorer(&app, b).stats, explorer(&app, b).obstacle_cells().len(), report)
+    };
+    let (a_on, b_on, known_on, report) = two(true);
+    let (a_off, b_off, known_off, _) = two(false);
+    // Both know every obstacle cell around the room either way...
+    assert_eq!(known_on, known_off);
+    assert_eq!(a_off.collisions as usize, known_off);
+    // ...but with the radio neither had to hit them all: what one found, the other avoided.
+    assert!(b_on.obstacles_received > 0 && a_on.obstacles_received > 0);
+    assert!((b_on.collisions as usize) < known_on, "{} of {known_on}", b_on.collisions);
+    assert_eq!(a_on.collisions + b_on.collisions, known_on as u32, "every obstacle hit once in all");
+    assert_eq!(a_on.repeat_collisions + b_on.repeat_collisions, 0);
+    assert!(
+        a_on.finished_at.unwrap().max(b_on.finished_at.unwrap())
+            < a_off.finished_at.unwrap().max(b_off.finished_at.unwrap())
+    );
+    // Every message is accounted for.
+    let c = &report.sections["comms"];
+    assert_eq!(
+        c["sent"],
+        c["delivered"].as_u64().unwrap() + c["in_flight"].as_u64().unwrap() + c["dropped_total"].as_u64().unwrap()
+    );
+    assert_eq!(c["delivered"].as_u64().unwrap(), u64::from(a_on.obstacles_received + b_on.obstacles_received));
+}

@@ -1,11 +1,18 @@
 //! The communication model (seed 000): robots talk to each other only through a simulated radio
 //! with link, range, delay and delivery probability.
 //!
-//! [`model`] holds the whole model as plain types with its tests. Wiring it into the loop (a
-//! resource, registration as robots spawn, delivery in the communicate stage, the panel and the
-//! live plot, robots sharing what they find) is the rest of issue #3.
+//! [`model`] holds the whole model as plain types with its tests; [`radio`] runs it in the loop
+//! (registration, delivery in the communicate stage, the `comms` metrics). Explorers share the
+//! obstacles they find through it.
 
 pub mod model;
+pub mod radio;
+
+pub use radio::{Payload, Radio, RadioIn, RadioOut};
+
+pub(super) fn plugin(app: &mut bevy::prelude::App) {
+    radio::plugin(app);
+}
 
 pub use model::{
     CommType, CommsError, CommsModel, CommsStats, DropCause, EffectiveLink, Message, PairParams, RobotParams,

@@ -19,6 +19,7 @@ pub mod strategy;
 pub use map::{Cell, CellState, Dir, MentalMap, Move, return_path};
 pub use strategy::{RandomWalk, Rings, Strategy};
 
+use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::robot::{BumpSensor, ControllerKind, Robot, RobotOrder, pose};
 use crate::scene::ActiveScene;
 use crate::scene::schema::{ControllerSpec, SceneFile, StrategySpec};
@@ -81,6 +82,8 @@ pub struct ExploreStats {
     pub finished_at: Option<f64>,
     /// The last collision: the cell and the step.
     pub last_collision: Option<(Cell, u64)>,
+    /// Obstacle cells learned from other robots over the radio.
+    pub obstacles_received: u32,
 }
 
 /// The explorer's state: its mental map, its believed pose, its path and plan.
@@ -163,7 +166,9 @@ impl Explorer {
     /// Marks a cell hit by the robot as an obstacle, counting repeats.
     fn record_hit(&mut self, c: Cell) {
         self.stats.collisions += 1;
-        if !self.hit.insert(c) || self.map.get(c) == CellState::Obstacle {
+        // A repeat is hitting a cell this robot hit before. (A cell a message marked while the
+        // robot was already moving into it is hit once, not repeated.)
+        if !self.hit.insert(c) {
             self.stats.repeat_collisions += 1;
         }
         self.map.merge_obstacle(c);
@@ -251,6 +256,7 @@ fn explore(
     mut collisions: MessageWriter<ExploreCollision>,
     sonars: Query<(&Transform, &Sonar)>,
     mut robots: Query<(Entity, &Robot, &Transform, &BumpSensor, &Executor, &mut SkillRequest, &mut Explorer)>,
+    mut radios: Query<(&RadioIn, &mut RadioOut)>,
     others: Query<(), With<Robot>>,
 ) {
     for echo in echoes.read() {
@@ -267,6 +273,21 @@ fn explore(
         }
     }
     for (entity, robot, transform, bump, executor, mut request, mut ex) in &mut robots {
+        let mut radio = radios.get_mut(entity).ok();
+        // What the others found: obstacle cells this explorer need never touch itself.
+        if let Some((inbox, _)) = radio.as_ref() {
+            for message in &inbox.0 {
+                if let Payload::Obstacles(points) = &message.content {
+                    for p in points {
+                        let c = ex.cell_at(*p);
+                        if !matches!(ex.map.get(c), CellState::Free | CellState::Obstacle) && c != ex.map.den {
+                            ex.map.merge_obstacle(c);
+                            ex.stats.obstacles_received += 1;
+                        }
+                    }
+                }
+            }
+        }
         let before = ex.stats.collisions;
         step_explorer(&time, robot.index, transform, bump, executor, &mut request, &mut ex, &others);
         if ex.stats.collisions > before
@@ -274,6 +295,9 @@ fn explore(
         {
             let obstacle = ex.map.get(cell) == CellState::Obstacle;
             collisions.write(ExploreCollision { robot: entity, cell, obstacle, step });
+            if obstacle && let Some((_, out)) = radio.as_mut() {
+                out.0.push((Target::Broadcast, Payload::Obstacles(vec![ex.centre(cell)])));
+            }
         }
     }
 }
@@ -520,6 +544,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
         totals.returns += ex.stats.returns;
         totals.moves += ex.stats.moves;
         totals.sonar_alarms += ex.stats.sonar_alarms;
+        totals.obstacles_received += ex.stats.obstacles_received;
         robots.push(json!({
             "name": name.as_str(),
             "strategy": ex.strategy.name(),
@@ -529,6 +554,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "returns": ex.stats.returns,
             "steps": ex.stats.moves,
             "sonar_alarms": ex.stats.sonar_alarms,
+            "obstacles_received": ex.stats.obstacles_received,
             "done": ex.phase == Phase::Done,
             "finished_at_s": ex.stats.finished_at,
             "map": map,
@@ -549,6 +575,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "returns": totals.returns,
             "steps": totals.moves,
             "sonar_alarms": totals.sonar_alarms,
+            "obstacles_received": totals.obstacles_received,
             "finished_at_s": all_done_at,
             "map": first_map,
             "robots": robots,

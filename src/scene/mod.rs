@@ -84,8 +84,12 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<PendingScene>()
         .init_resource::<SceneStatus>()
         .add_message::<SceneLoaded>()
-        .add_systems(PreUpdate, apply_pending_scene);
+        .add_systems(PreUpdate, apply_pending_scene.in_set(SceneSystems));
 }
+
+/// Scene loading, in `PreUpdate`; systems reacting to a load run after it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SceneSystems;
 
 fn apply_pending_scene(world: &mut World) {
     if let Some((scene, source)) = world.resource_mut::<PendingScene>().0.take() {

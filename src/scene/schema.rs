@@ -271,11 +271,14 @@ pub struct CommsSpec {
     pub delay: u32,
     #[serde(default = "default_probability")]
     pub probability: f32,
+    /// Messages a robot's queue holds; more are dropped (and counted).
+    #[serde(default = "default_inbox_capacity")]
+    pub inbox_capacity: usize,
 }
 
 impl Default for CommsSpec {
     fn default() -> Self {
-        Self { link: true, range: None, delay: 0, probability: 1.0 }
+        Self { link: true, range: None, delay: 0, probability: 1.0, inbox_capacity: default_inbox_capacity() }
     }
 }
 
@@ -406,6 +409,9 @@ fn default_period() -> u32 {
 }
 fn default_wander_speed() -> f32 {
     0.8
+}
+fn default_inbox_capacity() -> usize {
+    64
 }
 fn default_address() -> String {
     "127.0.0.1".to_string()

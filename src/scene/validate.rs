@@ -375,6 +375,9 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
 }
 
 fn check_comms(c: &CommsSpec, err: &mut Report) {
+    if c.inbox_capacity == 0 {
+        err("comms".into(), "inbox_capacity must be at least 1".into());
+    }
     if !(c.probability.is_finite() && (0.0..=1.0).contains(&c.probability)) {
         err("comms".into(), format!("probability {} is outside 0..1", c.probability));
     }
