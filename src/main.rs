@@ -62,6 +62,9 @@ enum Command {
         steps: u64,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Every robot also broadcasts a message each step; prints deliveries_per_s.
+        #[arg(long)]
+        comms: bool,
     },
 }
 
@@ -71,7 +74,7 @@ fn main() -> ExitCode {
         None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames))),
         Some(Command::Run { scene, steps, seed, out, no_radio }) => run(&scene, steps, seed, out.as_deref(), no_radio),
         Some(Command::Check { files }) => check(&files),
-        Some(Command::Bench { robots, steps, seed }) => bench(robots, steps, seed),
+        Some(Command::Bench { robots, steps, seed, comms }) => bench(robots, steps, seed, comms),
     }
 }
 
@@ -157,17 +160,21 @@ fn check(files: &[PathBuf]) -> ExitCode {
     }
 }
 
-fn bench(robots: usize, steps: u64, seed: u64) -> ExitCode {
+fn bench(robots: usize, steps: u64, seed: u64, comms: bool) -> ExitCode {
     if robots == 0 || steps == 0 {
         eprintln!("--robots and --steps must be at least 1");
         return ExitCode::from(2);
     }
     let bar = progress_bar(steps);
-    let r = run_bench(robots, steps, seed, |done| bar.set_position(done));
+    let r = run_bench(robots, steps, seed, comms, |done| bar.set_position(done));
     bar.finish_and_clear();
     println!("robots: {}", r.robots);
     println!("steps: {}", r.steps);
     println!("wall_time_s: {:.3}", r.wall_time_s);
     println!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    if comms {
+        println!("deliveries: {}", r.deliveries);
+        println!("deliveries_per_s: {:.0}", r.deliveries_per_s);
+    }
     ExitCode::SUCCESS
 }

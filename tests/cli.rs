@@ -116,6 +116,16 @@ fn bench_reports_robot_steps_per_second() {
     let line = stdout.lines().find(|l| l.starts_with("robot_steps_per_s: ")).expect("rate line");
     let rate: f64 = line["robot_steps_per_s: ".len()..].trim().parse().unwrap();
     assert!(rate > 0.0);
+    let out = crsim(&["bench", "--robots", "50", "--steps", "10", "--comms"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = |key: &str| -> f64 {
+        let line = stdout.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} in {stdout}"));
+        line[key.len()..].trim().parse().unwrap()
+    };
+    // Every robot broadcasts each step and its neighbours within 2 m hear it.
+    assert!(value("deliveries: ") >= 50.0 * 10.0, "{stdout}");
+    assert!(value("deliveries_per_s: ") > 0.0);
 }
 
 /// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.

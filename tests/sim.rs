@@ -480,3 +480,46 @@ fn hot_reload_applies_valid_edits_and_keeps_the_scene_on_errors() {
     let err = app.world().resource::<SceneStatus>().error.clone().unwrap();
     assert!(err.contains("room.ron:1:"), "{err}");
 }
+
+#[test]
+fn radio_parameters_from_the_scene_shape_delivery() {
+    use crsim::comms::{DropCause, Payload, Radio, RadioIn, RadioOut, Target};
+    let mut s = room(4.0, 2.0);
+    s.robots.push(robot("a", 0.5, 1.0, 0.0, ControllerSpec::Idle));
+    s.robots.push(robot("b", 1.5, 1.0, 0.0, ControllerSpec::Idle));
+    let mut c = robot("c", 2.5, 1.0, 0.0, ControllerSpec::Idle);
+    c.comms.outgoing = false;
+    s.robots.push(c);
+    s.comms.pairs.push(PairSpec {
+        from: "a".into(),
+        to: "b".into(),
+        link: None,
+        range: None,
+        delay: Some(3),
+        probability: None,
+    });
+    let mut app = app(s);
+    let (a, b, c) = (named(&mut app, "a"), named(&mut app, "b"), named(&mut app, "c"));
+    let say = |app: &mut App, e: Entity, target: Target, text: &str| {
+        app.world_mut().get_mut::<RadioOut>(e).unwrap().0.push((target, Payload::Text(text.into())));
+    };
+    say(&mut app, a, Target::Robot("b".into()), "hello b");
+    say(&mut app, c, Target::Broadcast, "anyone?");
+    run_steps(&mut app, 1);
+    // Sent at step 0 with the pair's delay of 3 steps.
+    let mut got_at = None;
+    for step in 1..6 {
+        if let Some(m) = app.world().get::<RadioIn>(b).unwrap().0.first() {
+            got_at = Some((step, m.content.clone(), m.sent_step, m.received_step));
+            break;
+        }
+        run_steps(&mut app, 1);
+    }
+    assert_eq!(got_at, Some((4, Payload::Text("hello b".into()), 0, 3)));
+    let stats = app.world().resource::<Radio>().0.stats.clone();
+    // c's outgoing link is off: its broadcast to a and b is dropped, twice.
+    assert_eq!(stats.dropped.get(&DropCause::LinkOff), Some(&2));
+    assert_eq!((stats.sent, stats.delivered, stats.in_flight), (3, 1, 0));
+    assert!(app.world().get::<RadioIn>(a).unwrap().0.is_empty());
+    assert!(app.world().get::<RadioIn>(c).unwrap().0.is_empty());
+}

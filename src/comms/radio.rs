@@ -11,7 +11,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde_json::json;
 
-use super::model::{CommType, CommsModel, SystemParams, Target};
+use super::model::{CommType, CommsModel, PairParams, RobotParams, SystemParams, Target};
 use super::{DropCause, Message};
 use crate::robot::{CommAbilities, Robot, RobotOrder};
 use crate::scene::{ActiveScene, SceneLoaded};
@@ -65,22 +65,32 @@ fn take_radio(remove: On<Remove, CommAbilities>, names: Query<&Name>, mut radio:
 }
 
 /// A fresh model for a freshly loaded scene, every robot registered in robot order.
-fn rebuild_radio(
-    active: Res<ActiveScene>,
-    order: Res<RobotOrder>,
-    robots: Query<(&Name, &CommAbilities)>,
-    mut radio: ResMut<Radio>,
-) {
+fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query<&Name>, mut radio: ResMut<Radio>) {
     let c = &active.scene.comms;
     let system = SystemParams { link: c.link, range: c.range, delay: c.delay, probability: c.probability };
     let mut model = CommsModel::new(system, c.inbox_capacity, stream(active.scene.seed, "comms", 0));
-    for &e in &order.0 {
-        if let Ok((name, abilities)) = robots.get(e) {
-            let kind = CommType { broadcast: abilities.broadcast, point_to_point: abilities.point_to_point };
-            if let Err(err) = model.register(name.as_str(), kind) {
-                warn!("comms: {err}");
-            }
+    for (spec, &e) in active.scene.robots.iter().zip(&order.0) {
+        let Ok(name) = robots.get(e) else { continue };
+        let rc = &spec.comms;
+        let kind = CommType { broadcast: rc.broadcast, point_to_point: rc.point_to_point };
+        if let Err(err) = model.register(name.as_str(), kind) {
+            warn!("comms: {err}");
+            continue;
         }
+        if let Some(p) = model.robot_params_mut(name.as_str()) {
+            *p = RobotParams {
+                incoming: rc.incoming,
+                outgoing: rc.outgoing,
+                range: rc.range,
+                delay: rc.delay,
+                probability: rc.probability,
+                kind,
+            };
+        }
+    }
+    for p in &c.pairs {
+        let params = PairParams { link: p.link, range: p.range, delay: p.delay, probability: p.probability };
+        model.set_pair(&p.from, &p.to, params);
     }
     radio.0 = model;
 }
@@ -94,8 +104,12 @@ fn deliver(
     names: Query<(&Name, &Robot)>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    let positions: HashMap<String, Vec2> =
-        robots.iter().map(|(n, t, _, _)| (n.to_string(), t.translation.truncate())).collect();
+    let talking = robots.iter().any(|(_, _, out, _)| !out.0.is_empty());
+    let positions: HashMap<String, Vec2> = if talking {
+        robots.iter().map(|(n, t, _, _)| (n.to_string(), t.translation.truncate())).collect()
+    } else {
+        HashMap::new()
+    };
     let distance = |a: &str, b: &str| Some(positions.get(a)?.distance(*positions.get(b)?));
     let model = &mut radio.0;
     // Robots send in robot order, so loss draws are made in a stable order.
@@ -134,9 +148,21 @@ fn deliver(
             model.send(&sender, target, payload, time.step, &candidates, distance);
         }
     }
+    if model.stats.in_flight == 0 && !talking {
+        // Nothing queued anywhere: only clear what was delivered last step.
+        for (_, _, _, mut inbox) in &mut robots {
+            if !inbox.0.is_empty() {
+                inbox.0.clear();
+            }
+        }
+        return;
+    }
     for &e in &order.0 {
         let Ok((name, _, _, mut inbox)) = robots.get_mut(e) else { continue };
-        inbox.0 = model.get_messages(name.as_str(), time.step).unwrap_or_default();
+        let due = model.get_messages(name.as_str(), time.step).unwrap_or_default();
+        if !(due.is_empty() && inbox.0.is_empty()) {
+            inbox.0 = due;
+        }
     }
 }
 

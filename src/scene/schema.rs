@@ -248,7 +248,7 @@ pub enum StrategySpec {
     Random,
 }
 
-/// A robot's communication abilities (seed 000).
+/// A robot's communication abilities and parameters (seed 000).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RobotCommsSpec {
@@ -256,6 +256,35 @@ pub struct RobotCommsSpec {
     pub broadcast: bool,
     #[serde(default = "default_true")]
     pub point_to_point: bool,
+    #[serde(default = "default_true")]
+    pub incoming: bool,
+    #[serde(default = "default_true")]
+    pub outgoing: bool,
+    /// Maximum sending range, metres; unlimited when absent.
+    #[serde(default)]
+    pub range: Option<f32>,
+    /// Steps added to the system delay for this robot's messages.
+    #[serde(default)]
+    pub delay: u32,
+    #[serde(default = "default_probability")]
+    pub probability: f32,
+}
+
+/// Overrides for messages from one robot to another; absent fields leave the other levels in
+/// charge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairSpec {
+    pub from: String,
+    pub to: String,
+    #[serde(default)]
+    pub link: Option<bool>,
+    #[serde(default)]
+    pub range: Option<f32>,
+    #[serde(default)]
+    pub delay: Option<u32>,
+    #[serde(default)]
+    pub probability: Option<f32>,
 }
 
 /// System-level communication parameters (seed 000). `range: None` is unlimited; `delay` is
@@ -274,17 +303,35 @@ pub struct CommsSpec {
     /// Messages a robot's queue holds; more are dropped (and counted).
     #[serde(default = "default_inbox_capacity")]
     pub inbox_capacity: usize,
+    /// Sender → receiver overrides.
+    #[serde(default)]
+    pub pairs: Vec<PairSpec>,
 }
 
 impl Default for CommsSpec {
     fn default() -> Self {
-        Self { link: true, range: None, delay: 0, probability: 1.0, inbox_capacity: default_inbox_capacity() }
+        Self {
+            link: true,
+            range: None,
+            delay: 0,
+            probability: 1.0,
+            inbox_capacity: default_inbox_capacity(),
+            pairs: vec![],
+        }
     }
 }
 
 impl Default for RobotCommsSpec {
     fn default() -> Self {
-        Self { broadcast: true, point_to_point: true }
+        Self {
+            broadcast: true,
+            point_to_point: true,
+            incoming: true,
+            outgoing: true,
+            range: None,
+            delay: 0,
+            probability: 1.0,
+        }
     }
 }
 

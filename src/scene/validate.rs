@@ -178,6 +178,7 @@ pub fn validate(scene: &SceneFile) -> Vec<SceneError> {
         let mut err = |item: String, message: String| rest.push(SceneError { item, message });
         check_names(scene, &mut err);
         check_comms(&scene.comms, &mut err);
+        check_radio(scene, &mut err);
         check_botlink(scene, &mut err);
         // Placement and overlap checks need sane numbers; skip them while sizes are wrong.
         if sizes.is_empty() {
@@ -385,6 +386,42 @@ fn check_comms(c: &CommsSpec, err: &mut Report) {
         && !(r.is_finite() && r >= 0.0)
     {
         err("comms".into(), format!("range must be zero or positive, got {r}"));
+    }
+}
+
+fn probability_ok(p: f32) -> bool {
+    p.is_finite() && (0.0..=1.0).contains(&p)
+}
+
+fn check_radio(scene: &SceneFile, err: &mut Report) {
+    for r in &scene.robots {
+        let item = format!("robot \"{}\"", r.name);
+        if !probability_ok(r.comms.probability) {
+            err(item.clone(), format!("comms probability {} is outside 0..1", r.comms.probability));
+        }
+        if let Some(range) = r.comms.range
+            && !(range.is_finite() && range >= 0.0)
+        {
+            err(item, format!("comms range must be zero or positive, got {range}"));
+        }
+    }
+    for p in &scene.comms.pairs {
+        let item = format!("comms pair \"{}\" -> \"{}\"", p.from, p.to);
+        for end in [&p.from, &p.to] {
+            if !scene.robots.iter().any(|r| &r.name == end) {
+                err(item.clone(), format!("robot \"{end}\" does not exist"));
+            }
+        }
+        if let Some(q) = p.probability
+            && !probability_ok(q)
+        {
+            err(item.clone(), format!("probability {q} is outside 0..1"));
+        }
+        if let Some(range) = p.range
+            && !(range.is_finite() && range >= 0.0)
+        {
+            err(item, format!("range must be zero or positive, got {range}"));
+        }
     }
 }
 
@@ -711,6 +748,31 @@ mod tests {
         assert!(m.contains(&"botlink: address \"localhost:1\" is not an IP address".to_string()), "{m:?}");
         assert!(m.contains(&"botlink: watchdog must be positive seconds, got 0".to_string()), "{m:?}");
         assert!(m.contains(&"robot \"r1\": UDP port 9000 is already used by the update-all port".to_string()), "{m:?}");
+    }
+
+    #[test]
+    fn radio_parameters_are_checked_with_the_item_named() {
+        let mut s = scene();
+        s.robots[0].comms.probability = 1.2;
+        s.robots[0].comms.range = Some(-1.0);
+        s.comms.pairs.push(PairSpec {
+            from: "r1".into(),
+            to: "ghost".into(),
+            link: None,
+            range: Some(-2.0),
+            delay: None,
+            probability: Some(-0.5),
+        });
+        let m = messages(&s);
+        for expected in [
+            "robot \"r1\": comms probability 1.2 is outside 0..1",
+            "robot \"r1\": comms range must be zero or positive, got -1",
+            "comms pair \"r1\" -> \"ghost\": robot \"ghost\" does not exist",
+            "comms pair \"r1\" -> \"ghost\": probability -0.5 is outside 0..1",
+            "comms pair \"r1\" -> \"ghost\": range must be zero or positive, got -2",
+        ] {
+            assert!(m.contains(&expected.to_string()), "{expected} not in {m:?}");
+        }
     }
 
     #[test]

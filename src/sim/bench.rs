@@ -5,7 +5,11 @@ use std::time::Instant;
 
 use rand::RngExt;
 
+use bevy::prelude::*;
+
+use super::SimSet;
 use super::headless::{headless_app, run_in_chunks};
+use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
 use crate::scene::schema::{ControllerSpec, PenSpec, RobotSpec, SceneFile};
 
@@ -36,15 +40,44 @@ pub struct BenchResult {
     pub steps: u64,
     pub wall_time_s: f64,
     pub robot_steps_per_s: f64,
+    /// Messages delivered (with `--comms`).
+    pub deliveries: u64,
+    pub deliveries_per_s: f64,
 }
 
-/// Builds the arena, then times `steps` steps (scene building excluded).
-pub fn run_bench(robots: usize, steps: u64, seed: u64, mut progress: impl FnMut(u64)) -> BenchResult {
-    let mut app = headless_app(bench_scene(robots, seed), SceneSource::Generated);
+/// Radio range of the benchmark robots with `--comms`, metres: about a dozen neighbours each.
+pub const BENCH_RADIO_RANGE: f32 = 2.0;
+
+/// Builds the arena, then times `steps` steps (scene building excluded). With `comms`, every
+/// robot also broadcasts a message every step, within [`BENCH_RADIO_RANGE`].
+pub fn run_bench(robots: usize, steps: u64, seed: u64, comms: bool, mut progress: impl FnMut(u64)) -> BenchResult {
+    let mut scene = bench_scene(robots, seed);
+    if comms {
+        scene.comms.range = Some(BENCH_RADIO_RANGE);
+    }
+    let mut app = headless_app(scene, SceneSource::Generated);
+    if comms {
+        app.add_systems(FixedUpdate, chatter.in_set(SimSet::Think));
+    }
     let start = Instant::now();
     run_in_chunks(&mut app, steps, 10, &mut progress);
-    let wall = start.elapsed().as_secs_f64();
-    BenchResult { robots, steps, wall_time_s: wall, robot_steps_per_s: robots as f64 * steps as f64 / wall.max(1e-9) }
+    let wall = start.elapsed().as_secs_f64().max(1e-9);
+    let deliveries = app.world().resource::<Radio>().0.stats.delivered;
+    BenchResult {
+        robots,
+        steps,
+        wall_time_s: wall,
+        robot_steps_per_s: robots as f64 * steps as f64 / wall,
+        deliveries,
+        deliveries_per_s: deliveries as f64 / wall,
+    }
+}
+
+/// Every robot broadcasts each step.
+fn chatter(mut robots: Query<&mut RadioOut>) {
+    for mut out in &mut robots {
+        out.0.push((Target::Broadcast, Payload::Text(String::new())));
+    }
 }
 
 #[cfg(test)]
