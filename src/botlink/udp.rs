@@ -167,7 +167,7 @@ pub(super) fn receive(
             let reply = match decode(&buf[..n]) {
                 Err(e) => {
                     stats.malformed += 1;
-                    stats.last_error = Some(format!("{from} → {}: {e}", link.announced_name));
+                    stats.last_error = Some(format!("{from} -> {}: {e}", link.announced_name));
                     error(e.code(), e.to_string())
                 }
                 Ok(Command::Disconnect) => {
@@ -220,7 +220,7 @@ pub(super) fn receive(
             }
             Err(e) => {
                 stats.malformed += 1;
-                stats.last_error = Some(format!("{from} → update-all: {e}"));
+                stats.last_error = Some(format!("{from} -> update-all: {e}"));
                 send(socket, from, &error(e.code(), e.to_string()), &mut stats);
                 continue;
             }

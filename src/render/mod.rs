@@ -19,6 +19,10 @@ pub mod screenshot;
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Selection(pub Option<Entity>);
 
+/// A second robot, picked with shift-click: the other end of the radio pair in the panel.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Partner(pub Option<Entity>);
+
 /// Width of the egui side panel in logical pixels, so the arena fits beside it.
 #[derive(Resource, Debug, Clone, Copy)]
 pub struct PanelWidth(pub f32);
@@ -50,6 +54,7 @@ pub mod palette {
     pub const ROBOT_BUMP: Color = Color::srgb(0.90, 0.15, 0.10);
     pub const ROBOT_EMPTY: Color = Color::srgb(0.55, 0.55, 0.55);
     pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
+    pub const PARTNER: Color = Color::srgb(0.0, 0.75, 0.35);
     pub const LAMP: Color = Color::srgb(1.0, 0.75, 0.0);
     pub const CONE: Color = Color::srgba(0.20, 0.20, 0.80, 0.45);
 }
@@ -57,6 +62,7 @@ pub mod palette {
 pub fn plugin(app: &mut App) {
     explore::plugin(app);
     app.init_resource::<Selection>()
+        .init_resource::<Partner>()
         .insert_resource(PanelWidth(320.0))
         .insert_resource(ClearColor(palette::BACKGROUND))
         .add_systems(Startup, spawn_camera)
@@ -137,6 +143,8 @@ fn pan_zoom_and_pick(
     camera: Single<(&Camera, &GlobalTransform, &mut Transform, &mut Projection), With<WorldCamera>>,
     robots: Query<(Entity, &Transform, &Robot), Without<WorldCamera>>,
     mut selection: ResMut<Selection>,
+    mut partner: ResMut<Partner>,
+    keys: Res<ButtonInput<KeyCode>>,
     panel: Res<PanelWidth>,
     mut drag: Local<DragState>,
 ) {
@@ -187,12 +195,18 @@ fn pan_zoom_and_pick(
         && let Some(p) = cursor.and_then(|c| cam.viewport_to_world_2d(cam_global, c).ok())
     {
         // Clicks are rare: a scan over robots is fine here.
-        selection.0 = robots
+        let shift = keys.pressed(KeyCode::ShiftLeft) || keys.pressed(KeyCode::ShiftRight);
+        let picked = robots
             .iter()
             .map(|(e, t, r)| (t.translation.truncate().distance(p) - r.radius, e))
             .filter(|(d, _)| *d <= 0.05)
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, e)| e);
+        if shift {
+            partner.0 = picked;
+        } else {
+            selection.0 = picked;
+        }
     }
     if !dragging {
         drag.last = None;
@@ -213,6 +227,7 @@ fn cone_points(pos: Vec2, heading: f32, fov: f32, range: f32) -> Vec<Vec2> {
 fn draw_world(
     mut gizmos: Gizmos,
     selection: Res<Selection>,
+    partner: Res<Partner>,
     active: Option<Res<ActiveScene>>,
     robots: Query<(Entity, &Transform, &Robot, &RobotCamera, &BumpSensor, &Battery, &Gripper, &LampState)>,
     pens: Query<(&Transform, &Pen, Has<Held>)>,
@@ -283,6 +298,9 @@ fn draw_world(
         }
         if selected {
             gizmos.circle_2d(p, robot.radius * 1.35, palette::SELECTED);
+        }
+        if partner.0 == Some(e) {
+            gizmos.circle_2d(p, robot.radius * 1.35, palette::PARTNER);
         }
         if all_cones || selected {
             gizmos.linestrip_2d(cone_points(p, heading, camera.fov, camera.range), palette::CONE);

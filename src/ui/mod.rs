@@ -26,7 +26,10 @@ use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 #[derive(Resource, Default)]
 struct OpenField(String);
 
+mod radio;
+
 pub fn plugin(app: &mut App) {
+    radio::plugin(app);
     app.init_resource::<OpenField>()
         .add_systems(Update, keyboard_shortcuts)
         .add_systems(EguiPrimaryContextPass, (control_panel, world_labels).chain());
@@ -109,6 +112,14 @@ type RobotView<'a> = (
     &'a HomeDen,
 );
 
+/// What the panel shows and edits of the radio.
+#[derive(SystemParam)]
+struct RadioView<'w> {
+    radio: ResMut<'w, crate::comms::Radio>,
+    history: Res<'w, radio::RadioHistory>,
+    partner: Res<'w, crate::render::Partner>,
+}
+
 /// What the panel shows of the bot manager and the skill system.
 #[derive(SystemParam)]
 struct BotManagerView<'w, 's> {
@@ -135,6 +146,7 @@ fn control_panel(
     pens: Query<Has<Boxed>, With<Pen>>,
     mut bots: BotManagerView,
     mut explorers: Query<&mut Explorer>,
+    mut radio_view: RadioView,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
@@ -155,6 +167,15 @@ fn control_panel(
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
             explorer_section(ui, &mut explorers, &selection);
+            ui.separator();
+            radio::radio_section(
+                ui,
+                &mut radio_view.radio,
+                &radio_view.history,
+                &selection,
+                &radio_view.partner,
+                &names,
+            );
             ui.separator();
             let selected = selection.0.and_then(|e| robots.get(e).ok().zip(bots.detail.get(e).ok()));
             inspector(ui, selected, &names);

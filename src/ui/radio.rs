@@ -1,0 +1,224 @@
+//! The radio section of the panel: system parameters, the selected robot's parameters, the pair
+//! overrides from the selected robot to its partner (shift-click) with the effective link,
+//! the selected robot's inbox, the counters and a live plot of delivery ratio and latency. It
+//! writes only parameters, which take effect on the next step.
+
+use std::collections::VecDeque;
+
+use bevy::prelude::*;
+use bevy_egui::egui;
+use egui_plot::{Legend, Line, Plot};
+
+use crate::comms::{DropCause, PairParams, Radio, RadioIn};
+use crate::render::{Partner, Selection};
+use crate::sim::SimTime;
+
+/// Samples of the radio's delivery ratio and mean latency over simulated time.
+#[derive(Resource, Default)]
+pub struct RadioHistory {
+    pub samples: VecDeque<[f64; 3]>,
+}
+
+/// Sampling interval of the plot, simulated seconds.
+const SAMPLE_EVERY: f64 = 0.5;
+const SAMPLES: usize = 600;
+
+/// Delivered messages drawn as lines for a moment.
+#[derive(Resource, Default)]
+pub struct Flashes(pub Vec<(Entity, Entity, f32)>);
+
+pub fn plugin(app: &mut App) {
+    app.init_resource::<RadioHistory>()
+        .init_resource::<Flashes>()
+        .add_systems(Update, (sample_history, collect_flashes, draw_flashes).chain());
+}
+
+fn sample_history(time: Res<SimTime>, radio: Res<Radio>, mut history: ResMut<RadioHistory>) {
+    let now = time.seconds();
+    let last = history.samples.back().map_or(f64::NEG_INFINITY, |s| s[0]);
+    if now < last {
+        // A new scene: start over.
+        history.samples.clear();
+    } else if now - last < SAMPLE_EVERY {
+        return;
+    }
+    let s = &radio.0.stats;
+    history.samples.push_back([now, s.delivery_ratio(), s.mean_latency()]);
+    if history.samples.len() > SAMPLES {
+        history.samples.pop_front();
+    }
+}
+
+fn collect_flashes(
+    real: Res<Time<Real>>,
+    mut flashes: ResMut<Flashes>,
+    inboxes: Query<(Entity, &RadioIn), Changed<RadioIn>>,
+    names: Query<(Entity, &Name)>,
+) {
+    let dt = real.delta_secs();
+    flashes.0.retain_mut(|f| {
+        f.2 -= dt;
+        f.2 > 0.0
+    });
+    if flashes.0.len() > 2000 {
+        return;
+    }
+    for (receiver, inbox) in &inboxes {
+        for m in &inbox.0 {
+            if let Some((sender, _)) = names.iter().find(|(_, n)| n.as_str() == m.sender) {
+                flashes.0.push((sender, receiver, 0.4));
+            }
+        }
+    }
+}
+
+fn draw_flashes(mut gizmos: Gizmos, flashes: Res<Flashes>, positions: Query<&Transform>) {
+    for &(a, b, life) in &flashes.0 {
+        if let (Ok(pa), Ok(pb)) = (positions.get(a), positions.get(b)) {
+            let colour = Color::srgba(0.0, 0.75, 0.35, life / 0.4);
+            gizmos.line_2d(pa.translation.truncate(), pb.translation.truncate(), colour);
+        }
+    }
+}
+
+fn range_editor(ui: &mut egui::Ui, label: &str, range: &mut Option<f32>) {
+    ui.horizontal(|ui| {
+        let mut limited = range.is_some();
+        ui.checkbox(&mut limited, label);
+        let mut value = range.unwrap_or(5.0);
+        ui.add_enabled(limited, egui::Slider::new(&mut value, 0.0..=50.0).suffix(" m"));
+        *range = limited.then_some(value);
+    });
+}
+
+/// The radio section.
+pub fn radio_section(
+    ui: &mut egui::Ui,
+    radio: &mut Radio,
+    history: &RadioHistory,
+    selection: &Selection,
+    partner: &Partner,
+    names: &Query<&Name>,
+) {
+    ui.heading("Radio");
+    let model = &mut radio.0;
+    ui.label(egui::RichText::new("system").strong());
+    ui.checkbox(&mut model.system.link, "link on");
+    range_editor(ui, "range", &mut model.system.range);
+    ui.add(egui::Slider::new(&mut model.system.delay, 0..=50).text("delay (steps)"));
+    ui.add(egui::Slider::new(&mut model.system.probability, 0.0..=1.0).text("delivery probability"));
+    let s = model.stats.clone();
+    let dropped: Vec<String> = DropCause::ALL
+        .iter()
+        .filter_map(|c| s.dropped.get(c).filter(|n| **n > 0).map(|n| format!("{} {n}", c.name())))
+        .collect();
+    ui.label(
+        egui::RichText::new(format!(
+            "sent {}  delivered {}  in flight {}  dropped {}{}\ndelivery ratio {:.3}  latency mean {:.1} max {} steps",
+            s.sent,
+            s.delivered,
+            s.in_flight,
+            s.dropped_total(),
+            if dropped.is_empty() { String::new() } else { format!(" ({})", dropped.join(", ")) },
+            s.delivery_ratio(),
+            s.mean_latency(),
+            s.latency_max
+        ))
+        .small(),
+    );
+    if history.samples.len() > 1 {
+        let ratio: Vec<[f64; 2]> = history.samples.iter().map(|s| [s[0], s[1]]).collect();
+        let latency: Vec<[f64; 2]> = history.samples.iter().map(|s| [s[0], s[2]]).collect();
+        // Both quantities start at 0 and the ratio ends at 1: keep that range in view.
+        // Static: the wheel scrolls the panel, not the plot.
+        let plot = Plot::new("radio-plot")
+            .height(120.0)
+            .legend(Legend::default())
+            .include_y(0.0)
+            .include_y(1.0)
+            .allow_scroll(false)
+            .allow_zoom(false)
+            .allow_drag(false)
+            .allow_boxed_zoom(false);
+        plot.show(ui, |plot| {
+            plot.line(Line::new("delivery ratio", ratio));
+            plot.line(Line::new("mean latency (steps)", latency));
+        });
+    }
+    let name = |e: Option<Entity>| e.and_then(|e| names.get(e).ok()).map(|n| n.to_string());
+    let Some(me) = name(selection.0) else {
+        ui.label("Click a robot for its radio; shift-click a second one for the pair.");
+        return;
+    };
+    if let Some(p) = model.robot_params_mut(&me) {
+        ui.label(egui::RichText::new(format!("robot {me}")).strong());
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut p.incoming, "incoming");
+            ui.checkbox(&mut p.outgoing, "outgoing");
+            ui.checkbox(&mut p.kind.broadcast, "broadcast");
+            ui.checkbox(&mut p.kind.point_to_point, "point to point");
+        });
+        range_editor(ui, "sending range", &mut p.range);
+        ui.add(egui::Slider::new(&mut p.delay, 0..=50).text("delay (steps)"));
+        ui.add(egui::Slider::new(&mut p.probability, 0.0..=1.0).text("probability"));
+    }
+    if let Some(record) = model.robot(&me) {
+        let pending: Vec<String> = record
+            .pending()
+            .take(10)
+            .map(|m| format!("  from {} sent {} due {}", m.sender, m.sent_step, m.received_step))
+            .collect();
+        ui.label(format!("inbox: {} pending", record.pending().count()));
+        for line in pending {
+            ui.label(egui::RichText::new(line).monospace().small());
+        }
+    }
+    let Some(other) = name(partner.0).filter(|o| *o != me) else { return };
+    ui.label(egui::RichText::new(format!("pair {me} -> {other}")).strong());
+    let mut pair = model.pair(&me, &other).copied().unwrap_or_default();
+    let before = pair;
+    ui.horizontal(|ui| {
+        ui.label("link");
+        egui::ComboBox::from_id_salt("pair-link")
+            .selected_text(match pair.link {
+                None => "not set",
+                Some(true) => "on",
+                Some(false) => "off",
+            })
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut pair.link, None, "not set");
+                ui.selectable_value(&mut pair.link, Some(true), "on");
+                ui.selectable_value(&mut pair.link, Some(false), "off");
+            });
+    });
+    range_editor(ui, "range override", &mut pair.range);
+    ui.horizontal(|ui| {
+        let mut set = pair.delay.is_some();
+        ui.checkbox(&mut set, "delay override");
+        let mut d = pair.delay.unwrap_or(0);
+        ui.add_enabled(set, egui::Slider::new(&mut d, 0..=50));
+        pair.delay = set.then_some(d);
+    });
+    ui.horizontal(|ui| {
+        let mut set = pair.probability.is_some();
+        ui.checkbox(&mut set, "probability override");
+        let mut p = pair.probability.unwrap_or(1.0);
+        ui.add_enabled(set, egui::Slider::new(&mut p, 0.0..=1.0));
+        pair.probability = set.then_some(p);
+    });
+    if pair != before {
+        model.set_pair(&me, &other, pair);
+    }
+    if pair == PairParams::default() && before != PairParams::default() {
+        model.set_pair(&me, &other, PairParams::default());
+    }
+    if let Some(l) = model.link(&me, &other) {
+        ui.label(format!(
+            "effective link: {}, range {}, delay {} steps, probability {:.3}",
+            if l.up { "up" } else { "down" },
+            l.range.map_or("unlimited".to_string(), |r| format!("{r:.1} m")),
+            l.delay,
+            l.probability
+        ));
+    }
+}
