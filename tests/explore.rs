@@ -277,4 +277,9 @@ fn explorers_sharing_obstacles_over_the_radio_avoid_obstacles_they_never_touched
         c["delivered"].as_u64().unwrap() + c["in_flight"].as_u64().unwrap() + c["dropped_total"].as_u64().unwrap()
     );
     assert_eq!(c["delivered"].as_u64().unwrap(), u64::from(a_on.obstacles_received + b_on.obstacles_received));
+    // Per robot: what each sent is what the other received.
+    let robots = c["robots"].as_array().unwrap();
+    assert_eq!(robots.len(), 2);
+    assert_eq!(robots[0]["sent"], robots[1]["received"]);
+    assert_eq!(robots[1]["sent"], robots[0]["received"]);
 }

@@ -168,7 +168,23 @@ fn deliver(
 
 /// The `comms` section of the run metrics.
 fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
-    let s = world.get_resource::<Radio>()?.0.stats.clone();
+    let order = world.resource::<RobotOrder>().0.clone();
+    let names: Vec<String> = order.iter().filter_map(|&e| world.get::<Name>(e)).map(|n| n.to_string()).collect();
+    let radio = world.get_resource::<Radio>()?;
+    let robots: Vec<serde_json::Value> = names
+        .iter()
+        .filter_map(|n| radio.0.robot(n).map(|r| (n, &r.stats)))
+        .map(|(n, r)| {
+            json!({
+                "name": n,
+                "sent": r.sent,
+                "received": r.delivered,
+                "dropped": r.dropped_total(),
+                "pending": radio.0.robot(n).map_or(0, |r| r.pending().count()),
+            })
+        })
+        .collect();
+    let s = radio.0.stats.clone();
     let dropped: serde_json::Map<String, serde_json::Value> =
         DropCause::ALL.iter().map(|c| (c.name().to_string(), json!(s.dropped.get(c).copied().unwrap_or(0)))).collect();
     Some((
@@ -183,6 +199,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "mean_latency_steps": s.mean_latency(),
             "max_latency_steps": s.latency_max,
             "errors": s.errors,
+            "robots": robots,
         }),
     ))
 }
