@@ -9,6 +9,7 @@ use bevy::prelude::*;
 pub mod botlink;
 pub mod comms;
 pub mod explore;
+pub mod network;
 pub mod render;
 pub mod robot;
 pub mod scene;

@@ -1,0 +1,330 @@
+//! The basic network structure of seed 001 as data: five collections of nodes (Task and
+//! Perception static, Subject, Control and Actuator dynamic) and the typed, weighted links of the
+//! seed's tables. Loaded from RON (`assets/network.ron`) and checked like a scene, with every
+//! error naming the bad entry; printed in the seed's own table format (`NT:DE`, `LT:LW`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scene::validate::SceneError;
+
+/// The structure shipped with crsim.
+pub const DEFAULT_NETWORK: &str = include_str!("../../assets/network.ron");
+
+/// When a collection's nodes exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Lifetime {
+    /// Created at the start and kept.
+    Static,
+    /// Created by their collection's manager on a connection request, removed when unused.
+    Dynamic,
+}
+
+/// The five collections of the seed, in the order activity flows through them.
+pub const COLLECTIONS: [&str; 5] = ["Task", "Perception", "Subject", "Control", "Actuator"];
+
+/// A collection and its nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectionSpec {
+    pub name: String,
+    pub lifetime: Lifetime,
+    pub nodes: Vec<String>,
+}
+
+/// The link types, one per pair of layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LinkKind {
+    /// Task → Subject.
+    Motivation,
+    /// Perception → Subject.
+    Evidence,
+    /// Subject → Control.
+    Command,
+    /// Control → Actuator.
+    Drive,
+    /// Actuator → a target outside the network (Box, Pen, Robot).
+    Effect,
+}
+
+impl LinkKind {
+    /// The collection a link of this kind leaves from and the one it enters (`None`: a target).
+    pub fn layers(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            LinkKind::Motivation => ("Task", Some("Subject")),
+            LinkKind::Evidence => ("Perception", Some("Subject")),
+            LinkKind::Command => ("Subject", Some("Control")),
+            LinkKind::Drive => ("Control", Some("Actuator")),
+            LinkKind::Effect => ("Actuator", None),
+        }
+    }
+
+    /// The short form used in the seed's tables (`LT`).
+    pub fn short(self) -> &'static str {
+        match self {
+            LinkKind::Motivation => "M",
+            LinkKind::Evidence => "E",
+            LinkKind::Command => "C",
+            LinkKind::Drive => "D",
+            LinkKind::Effect => "F",
+        }
+    }
+}
+
+/// A link of the structure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: String,
+    pub to: String,
+    pub kind: LinkKind,
+    pub weight: f32,
+}
+
+/// The whole structure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkStructure {
+    pub collections: Vec<CollectionSpec>,
+    /// What actuators act on, outside the network.
+    pub targets: Vec<String>,
+    pub links: Vec<LinkSpec>,
+}
+
+impl NetworkStructure {
+    /// The collection a node belongs to.
+    pub fn collection_of(&self, node: &str) -> Option<&CollectionSpec> {
+        self.collections.iter().find(|c| c.nodes.iter().any(|n| n == node))
+    }
+
+    /// Links leaving `node`.
+    pub fn links_from<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a LinkSpec> + 'a {
+        self.links.iter().filter(move |l| l.from == node)
+    }
+
+    /// Links entering `node`.
+    pub fn links_to<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a LinkSpec> + 'a {
+        self.links.iter().filter(move |l| l.to == node)
+    }
+
+    /// The seed's tables, one per collection: a row per node (`name (NT:DE)`), a column per
+    /// node or target it links to, `LT:LW` where a link is and `-` where none is. `degree` gives
+    /// a node's degree of execution, if it exists in a running network.
+    pub fn tables(&self, degree: impl Fn(&str) -> Option<f32>) -> String {
+        let mut out = String::new();
+        for c in &self.collections {
+            let mut columns: Vec<&str> = Vec::new();
+            for n in &c.nodes {
+                for l in self.links_from(n) {
+                    if !columns.contains(&l.to.as_str()) {
+                        columns.push(&l.to);
+                    }
+                }
+            }
+            // In the seed's order: the next collection's nodes, then the targets.
+            let order: Vec<&str> = self
+                .collections
+                .iter()
+                .flat_map(|c| c.nodes.iter())
+                .chain(self.targets.iter())
+                .map(String::as_str)
+                .collect();
+            columns.sort_by_key(|col| order.iter().position(|o| o == col).unwrap_or(usize::MAX));
+            let _ = writeln!(out, "The {} Collection", c.name);
+            let width = 24;
+            let _ = write!(out, "{:width$}", "");
+            for col in &columns {
+                let _ = write!(out, "{col:>10}");
+            }
+            let _ = writeln!(out);
+            for n in &c.nodes {
+                let nt = match c.lifetime {
+                    Lifetime::Static => "S",
+                    Lifetime::Dynamic => "D",
+                };
+                let de = degree(n).map_or("-".to_string(), |d| format!("{d:.2}"));
+                let _ = write!(out, "{:width$}", format!("{n} ({nt}:{de})"));
+                for col in &columns {
+                    let cell = self
+                        .links_from(n)
+                        .find(|l| l.to == *col)
+                        .map_or("-".to_string(), |l| format!("{}:{:.2}", l.kind.short(), l.weight));
+                    let _ = write!(out, "{cell:>10}");
+                }
+                let _ = writeln!(out);
+            }
+            let _ = writeln!(out);
+        }
+        out
+    }
+}
+
+/// Parses and checks a structure; `path` is only used in messages.
+pub fn parse_network(text: &str, path: &str) -> Result<NetworkStructure, String> {
+    let s: NetworkStructure = ron::Options::default()
+        .from_str(text)
+        .map_err(|e| format!("{path}:{}:{}: {}", e.span.start.line, e.span.start.col, e.code))?;
+    let errors = validate(&s);
+    if errors.is_empty() {
+        Ok(s)
+    } else {
+        Err(errors.iter().map(|e| format!("{path}: {e}")).collect::<Vec<_>>().join("\n"))
+    }
+}
+
+/// The shipped structure.
+pub fn default_network() -> NetworkStructure {
+    parse_network(DEFAULT_NETWORK, "assets/network.ron").expect("the shipped structure is checked by tests")
+}
+
+/// Checks a structure: the seed's five collections, unique node names, links between the right
+/// layers with the right type, known ends, no duplicates, finite weights.
+pub fn validate(s: &NetworkStructure) -> Vec<SceneError> {
+    let mut errors = Vec::new();
+    let mut err = |item: String, message: String| errors.push(SceneError { item, message });
+    let names: Vec<&str> = s.collections.iter().map(|c| c.name.as_str()).collect();
+    if names != COLLECTIONS {
+        err(
+            "collections".into(),
+            format!("must be {} in this order, got {}", COLLECTIONS.join(", "), names.join(", ")),
+        );
+    }
+    for c in &s.collections {
+        let expected =
+            if matches!(c.name.as_str(), "Task" | "Perception") { Lifetime::Static } else { Lifetime::Dynamic };
+        if c.lifetime != expected {
+            err(format!("collection \"{}\"", c.name), format!("must be {expected:?}"));
+        }
+    }
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for c in &s.collections {
+        for n in &c.nodes {
+            if let Some(other) = seen.insert(n, &c.name) {
+                err(format!("node \"{n}\""), format!("is in both \"{other}\" and \"{}\"", c.name));
+            }
+        }
+    }
+    let mut pairs: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for l in &s.links {
+        let item = format!("link \"{}\" -> \"{}\"", l.from, l.to);
+        if !l.weight.is_finite() {
+            err(item.clone(), format!("weight must be a finite number, got {}", l.weight));
+        }
+        if !pairs.insert((&l.from, &l.to)) {
+            err(item.clone(), "appears twice".into());
+        }
+        let (from_layer, to_layer) = l.kind.layers();
+        match s.collection_of(&l.from) {
+            None => err(item.clone(), format!("\"{}\" is not a node", l.from)),
+            Some(c) if c.name != from_layer => err(
+                item.clone(),
+                format!("a {:?} link leaves a {from_layer} node, but \"{}\" is in {}", l.kind, l.from, c.name),
+            ),
+            Some(_) => {}
+        }
+        match to_layer {
+            Some(layer) => match s.collection_of(&l.to) {
+                None => err(item, format!("\"{}\" is not a node", l.to)),
+                Some(c) if c.name != layer => {
+                    err(item, format!("a {:?} link enters a {layer} node, but \"{}\" is in {}", l.kind, l.to, c.name))
+                }
+                Some(_) => {}
+            },
+            None => {
+                if !s.targets.contains(&l.to) {
+                    err(item, format!("\"{}\" is not a target (targets: {})", l.to, s.targets.join(", ")));
+                }
+            }
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(text: &str) -> String {
+        parse_network(text, "n.ron").unwrap_err()
+    }
+
+    #[test]
+    fn the_shipped_structure_is_the_seeds() {
+        let s = default_network();
+        let nodes: Vec<Vec<&str>> =
+            s.collections.iter().map(|c| c.nodes.iter().map(String::as_str).collect()).collect();
+        assert_eq!(
+            nodes,
+            vec![
+                vec!["Charging", "Collecting"],
+                vec!["Camera", "GripSensor", "Power"],
+                vec!["Box", "Pen", "Station"],
+                vec!["Move", "Turn", "Grip"],
+                vec!["Speed", "Angle", "Gripper"],
+            ]
+        );
+        let targets = |n: &str| s.links.iter().filter(|l| l.from == n).map(|l| l.to.clone()).collect::<Vec<_>>();
+        // The seed's tables, row by row.
+        assert_eq!(targets("Charging"), vec!["Station"]);
+        assert_eq!(targets("Collecting"), vec!["Box", "Pen"]);
+        assert_eq!(targets("Camera"), vec!["Box", "Pen", "Station"]);
+        assert_eq!(targets("GripSensor"), vec!["Box", "Pen"]);
+        assert_eq!(targets("Power"), vec!["Station"]);
+        assert_eq!(targets("Box"), vec!["Move", "Turn", "Grip"]);
+        assert_eq!(targets("Pen"), vec!["Move", "Turn", "Grip"]);
+        assert_eq!(targets("Station"), vec!["Move", "Turn"]);
+        assert_eq!(targets("Move"), vec!["Speed"]);
+        assert_eq!(targets("Turn"), vec!["Angle"]);
+        assert_eq!(targets("Grip"), vec!["Gripper"]);
+        assert_eq!(targets("Speed"), vec!["Robot"]);
+        assert_eq!(targets("Angle"), vec!["Robot"]);
+        assert_eq!(targets("Gripper"), vec!["Box", "Pen", "Robot"]);
+        assert_eq!(s.links.len(), 25);
+    }
+
+    #[test]
+    fn tables_in_the_seeds_format() {
+        let s = default_network();
+        let t = s.tables(|n| (n == "Camera").then_some(0.5));
+        assert!(t.contains("The Task Collection"), "{t}");
+        let charging = t.lines().find(|l| l.starts_with("Charging")).unwrap();
+        assert!(charging.starts_with("Charging (S:-)"), "{charging}");
+        assert_eq!(charging.split_whitespace().skip(2).collect::<Vec<_>>(), vec!["-", "-", "M:1.00"]);
+        let camera = t.lines().find(|l| l.starts_with("Camera")).unwrap();
+        assert!(camera.starts_with("Camera (S:0.50)"), "{camera}");
+        let station = t.lines().find(|l| l.starts_with("Station (D")).unwrap();
+        assert_eq!(station.split_whitespace().skip(2).collect::<Vec<_>>(), vec!["C:1.00", "C:1.00", "-"]);
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let mut s = default_network();
+        s.links.push(LinkSpec { from: "Camera".into(), to: "Speed".into(), kind: LinkKind::Evidence, weight: 1.0 });
+        s.links.push(LinkSpec { from: "Ghost".into(), to: "Pen".into(), kind: LinkKind::Evidence, weight: f32::NAN });
+        s.links.push(LinkSpec { from: "Gripper".into(), to: "Table".into(), kind: LinkKind::Effect, weight: 1.0 });
+        s.links.push(s.links[0].clone());
+        s.collections[2].nodes.push("Move".into());
+        let m: Vec<String> = validate(&s).iter().map(|e| e.to_string()).collect();
+        for expected in [
+            "link \"Camera\" -> \"Speed\": a Evidence link enters a Subject node, but \"Speed\" is in Actuator",
+            "link \"Ghost\" -> \"Pen\": \"Ghost\" is not a node",
+            "link \"Ghost\" -> \"Pen\": weight must be a finite number, got NaN",
+            "link \"Gripper\" -> \"Table\": \"Table\" is not a target (targets: Box, Pen, Robot)",
+            "link \"Charging\" -> \"Station\": appears twice",
+            "node \"Move\": is in both \"Subject\" and \"Control\"",
+        ] {
+            assert!(m.contains(&expected.to_string()), "{expected} not in {m:#?}");
+        }
+    }
+
+    #[test]
+    fn syntax_and_unknown_fields_give_the_place() {
+        let e = messages("NetworkStructure(collections: [], targets: [], links: [], colour: 1)");
+        assert!(e.starts_with("n.ron:1:"), "{e}");
+        assert!(e.contains("colour"), "{e}");
+        let e = messages("NetworkStructure(collections: [], targets: [], links: [])");
+        assert!(e.contains("collections: must be Task, Perception, Subject, Control, Actuator"), "{e}");
+    }
+}
