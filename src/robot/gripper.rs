@@ -1,13 +1,13 @@
-//! The gripper: closing it picks up the nearest free pen within reach of the robot's front;
-//! opening it puts the pen down in front of the robot, or into a box when released over one.
-//! A held pen leaves the physics world and rides in front of the robot.
+//! The gripper: closing it picks up the pen the grip sensor reports within reach (the nearest
+//! free one in front of the robot); opening it puts the pen down in front of the robot, or into
+//! a box when released over one. A held pen leaves the physics world and rides in front of the
+//! robot.
 
-use bevy::math::bounding::Aabb2d;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{GripCommand, Robot, RobotOrder, pose};
-use crate::world::{Boxed, Held, Pen, PenBox, groups};
+use super::{GripCommand, GripSensor, Robot, RobotOrder, pose};
+use crate::world::{Boxed, Held, PenBox, groups};
 
 /// The gripper and what it holds.
 #[derive(Component, Debug, Clone, PartialEq)]
@@ -46,35 +46,21 @@ pub(super) fn apply_gripper(
     mut commands: Commands,
     rapier: ReadRapierContext,
     order: Res<RobotOrder>,
-    mut robots: Query<(&Transform, &Robot, &GripCommand, &mut Gripper)>,
-    free_pens: Query<(&Transform, &Pen), (Without<Held>, Without<Boxed>, Without<Robot>)>,
+    mut robots: Query<(&Transform, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
     mut boxes: Query<&mut PenBox>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
     let mut taken: Vec<Entity> = Vec::new();
     // Robot order decides who gets a pen two robots reach for in the same step.
     for &entity in &order.0 {
-        let Ok((transform, robot, cmd, mut gripper)) = robots.get_mut(entity) else {
+        let Ok((transform, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
             continue;
         };
         match (cmd.close, gripper.holding) {
             (true, None) => {
-                let front = front_point(transform, robot);
-                let mut best: Option<(f32, Entity)> = None;
-                let aabb = Aabb2d::new(front, Vec2::splat(gripper.reach));
-                let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::PEN));
-                ctx.intersect_aabb_conservative(aabb, filter, |pen| {
-                    if let Ok((pt, p)) = free_pens.get(pen)
-                        && !taken.contains(&pen)
-                    {
-                        let d = pt.translation.truncate().distance(front) - p.radius;
-                        if d <= gripper.reach && best.is_none_or(|(bd, be)| (d, pen) < (bd, be)) {
-                            best = Some((d, pen));
-                        }
-                    }
-                    true
-                });
-                if let Some((_, pen)) = best {
+                // The grip sensor found the nearest free pen within reach this step; a robot
+                // earlier in robot order may have just taken it.
+                if let Some(pen) = sensor.pen_in_reach.filter(|p| !taken.contains(p)) {
                     taken.push(pen);
                     gripper.holding = Some(pen);
                     commands.entity(pen).insert((Held { by: entity }, RigidBodyDisabled, ColliderDisabled));
