@@ -144,16 +144,17 @@ pub(super) fn sense_bump(
                 .unwrap_or(Vec2::X);
             wrap_angle(towards.y.atan2(towards.x) - heading)
         };
-        let touching: Vec<Entity> = found.clone();
-        bump.bearings = touching.iter().map(|e| bearing_of(*e)).collect();
         let mut bumped = false;
-        for &other in touching.iter().filter(|o| !bump.touching.contains(o)) {
+        for &other in found.iter().filter(|o| !bump.touching.contains(o)) {
             bumped = true;
             odo.collisions += 1;
             events.write(BumpEvent { robot: entity, other, step: time.step });
         }
-        if bump.touching != touching || bump.bumped != bumped {
-            bump.touching = touching;
+        // Most robots touch nothing most of the time: leave their sensor (and its change tick)
+        // alone then. Bearings move while touching, so they are refreshed whenever something is.
+        if !found.is_empty() || !bump.touching.is_empty() || bump.bumped != bumped {
+            bump.bearings = found.iter().map(|e| bearing_of(*e)).collect();
+            bump.touching.clone_from(&found);
             bump.bumped = bumped;
         }
     }
