@@ -3,13 +3,13 @@
 //! the selected robot's inbox, the counters and a live plot of delivery ratio and latency. It
 //! writes only parameters, which take effect on the next step.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use bevy::prelude::*;
 use bevy_egui::egui;
 use egui_plot::{Legend, Line, Plot};
 
-use crate::comms::{DropCause, PairParams, Radio, RadioIn};
+use crate::comms::{DropCause, Radio, RadioIn};
 use crate::render::{Partner, Selection};
 use crate::sim::SimTime;
 
@@ -53,7 +53,7 @@ fn collect_flashes(
     real: Res<Time<Real>>,
     mut flashes: ResMut<Flashes>,
     inboxes: Query<(Entity, &RadioIn), Changed<RadioIn>>,
-    names: Query<(Entity, &Name)>,
+    names: Query<(Entity, &Name), With<RadioIn>>,
 ) {
     let dt = real.delta_secs();
     flashes.0.retain_mut(|f| {
@@ -63,9 +63,13 @@ fn collect_flashes(
     if flashes.0.len() > 2000 {
         return;
     }
+    if inboxes.iter().all(|(_, inbox)| inbox.0.is_empty()) {
+        return;
+    }
+    let by_name: HashMap<&str, Entity> = names.iter().map(|(e, n)| (n.as_str(), e)).collect();
     for (receiver, inbox) in &inboxes {
         for m in &inbox.0 {
-            if let Some((sender, _)) = names.iter().find(|(_, n)| n.as_str() == m.sender) {
+            if let Some(&sender) = by_name.get(m.sender.as_str()) {
                 flashes.0.push((sender, receiver, 0.4));
             }
         }
@@ -81,14 +85,26 @@ fn draw_flashes(mut gizmos: Gizmos, flashes: Res<Flashes>, positions: Query<&Tra
     }
 }
 
-fn range_editor(ui: &mut egui::Ui, label: &str, range: &mut Option<f32>) {
+/// A value that may be unset: a checkbox to set it, a slider for it.
+fn optional_slider<N: egui::emath::Numeric>(
+    ui: &mut egui::Ui,
+    label: &str,
+    value: &mut Option<N>,
+    default: N,
+    range: std::ops::RangeInclusive<N>,
+    suffix: &str,
+) {
     ui.horizontal(|ui| {
-        let mut limited = range.is_some();
-        ui.checkbox(&mut limited, label);
-        let mut value = range.unwrap_or(5.0);
-        ui.add_enabled(limited, egui::Slider::new(&mut value, 0.0..=50.0).suffix(" m"));
-        *range = limited.then_some(value);
+        let mut set = value.is_some();
+        ui.checkbox(&mut set, label);
+        let mut v = value.unwrap_or(default);
+        ui.add_enabled(set, egui::Slider::new(&mut v, range).suffix(suffix));
+        *value = set.then_some(v);
     });
+}
+
+fn range_editor(ui: &mut egui::Ui, label: &str, range: &mut Option<f32>) {
+    optional_slider(ui, label, range, 5.0, 0.0..=50.0, " m");
 }
 
 /// The radio section.
@@ -192,25 +208,10 @@ pub fn radio_section(
             });
     });
     range_editor(ui, "range override", &mut pair.range);
-    ui.horizontal(|ui| {
-        let mut set = pair.delay.is_some();
-        ui.checkbox(&mut set, "delay override");
-        let mut d = pair.delay.unwrap_or(0);
-        ui.add_enabled(set, egui::Slider::new(&mut d, 0..=50));
-        pair.delay = set.then_some(d);
-    });
-    ui.horizontal(|ui| {
-        let mut set = pair.probability.is_some();
-        ui.checkbox(&mut set, "probability override");
-        let mut p = pair.probability.unwrap_or(1.0);
-        ui.add_enabled(set, egui::Slider::new(&mut p, 0.0..=1.0));
-        pair.probability = set.then_some(p);
-    });
+    optional_slider(ui, "delay override", &mut pair.delay, 0, 0..=50, " steps");
+    optional_slider(ui, "probability override", &mut pair.probability, 1.0, 0.0..=1.0, "");
     if pair != before {
         model.set_pair(&me, &other, pair);
-    }
-    if pair == PairParams::default() && before != PairParams::default() {
-        model.set_pair(&me, &other, PairParams::default());
     }
     if let Some(l) = model.link(&me, &other) {
         ui.label(format!(
