@@ -35,6 +35,7 @@ impl Plugin for SimPlugin {
         botlink::plugin(app);
         comms::plugin(app);
         explore::plugin(app);
+        network::plugin(app);
     }
 }
 
@@ -44,6 +45,8 @@ pub struct AppPlugin {
     pub source: SceneSource,
     /// Save a screenshot here after this many frames, then exit (the GUI smoke test).
     pub screenshot: Option<(std::path::PathBuf, u32)>,
+    /// Select the robot of this name whenever a scene loads.
+    pub select: Option<String>,
 }
 
 impl Plugin for AppPlugin {
@@ -58,6 +61,9 @@ impl Plugin for AppPlugin {
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
         scene::hot_reload::plugin(app);
         render::plugin(app);
+        if let Some(name) = &self.select {
+            render::select_on_load(app, name.clone());
+        }
         ui::plugin(app);
         if let Some((path, frames)) = &self.screenshot {
             render::screenshot::plugin(app, path.clone(), *frames);

@@ -25,6 +25,8 @@ use crate::world::groups;
 pub enum Payload {
     /// Centres of obstacle cells the sender found (world coordinates, metres).
     Obstacles(Vec<Vec2>),
+    /// A collector is going for this pen, from this distance (metres); others pick another.
+    Claim { pen: String, distance: f32 },
     /// Free text, for people and tests.
     Text(String),
 }

@@ -1,14 +1,149 @@
 //! The behaviour network of seed 001: task, perception, subject, control and actuator nodes that
 //! grow and shrink with what the robot sees.
 //!
-//! So far: [`structure`], the basic network structure as data (`assets/network.ron`), loaded and
-//! checked, and printed in the seed's table format; and [`graph`], the running network's
-//! mechanics (static and dynamic nodes, managers and connection requests, structural changes
-//! between ticks, double-buffered degrees). The functional units fed by the sensors, the
-//! pen-collecting controller and the graph view are the rest of issue #4.
+//! - [`structure`]: the basic network structure as data (`assets/network.ron`, or the file a
+//!   scene names), checked, and printed in the seed's table format;
+//! - [`graph`]: the running network's mechanics (static and dynamic nodes, managers and
+//!   connection requests, structural changes between ticks, double-buffered degrees and signals);
+//! - [`units`]: the functional units and the [`Brain`] that runs a robot's network on its
+//!   readings;
+//! - [`controller`]: the think-stage system that feeds the brain from the sensors and drives the
+//!   robot through skills, and the `collect` run metrics.
 
+use bevy::prelude::*;
+use serde_json::json;
+
+pub mod controller;
 pub mod graph;
 pub mod structure;
+pub mod units;
 
-pub use graph::{Network, Node, weighted_mean};
+pub use controller::{CollectStats, NetworkController, SceneBlueprint};
+pub use graph::{Catalog, Network, Node, NodeId, Signal, weighted_mean};
 pub use structure::{NetworkStructure, default_network, parse_network};
+pub use units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind};
+
+use crate::robot::{Battery, RobotOrder};
+use crate::scene::{SceneLoaded, SceneSystems};
+use crate::sim::report::ReportSections;
+use crate::sim::{SimSet, SimTime};
+use crate::world::{Boxed, Pen};
+
+/// When the last pen went into a box, if it has.
+#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollectProgress {
+    pub pens_total: u32,
+    pub pens_boxed: u32,
+    /// The step at whose end every pen was boxed.
+    pub all_boxed_step: Option<u64>,
+    /// Robot-steps spent going for a pen another robot was also going for (duplicated effort):
+    /// each step, a pen pursued by k robots adds k − 1.
+    pub duplicate_steps: u64,
+    targets: Vec<Entity>,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<CollectProgress>()
+        .add_systems(
+            PreUpdate,
+            (controller::attach_networks, reset_progress).run_if(on_message::<SceneLoaded>).after(SceneSystems),
+        )
+        .add_systems(FixedUpdate, (controller::think.in_set(SimSet::Think), record_progress.in_set(SimSet::Record)))
+        .world_mut()
+        .get_resource_or_init::<ReportSections>()
+        .0
+        .push(report_section);
+}
+
+fn reset_progress(mut progress: ResMut<CollectProgress>) {
+    *progress = CollectProgress::default();
+}
+
+fn record_progress(
+    time: Res<SimTime>,
+    pens: Query<Has<Boxed>, With<Pen>>,
+    collectors: Query<&NetworkController>,
+    mut progress: ResMut<CollectProgress>,
+) {
+    let mut targets = std::mem::take(&mut progress.targets);
+    targets.clear();
+    targets.extend(collectors.iter().filter_map(NetworkController::pursued_pen));
+    targets.sort_unstable();
+    let distinct = targets.chunk_by(|a, b| a == b).count();
+    progress.duplicate_steps += (targets.len() - distinct) as u64;
+    progress.targets = targets;
+    let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is_boxed| (t + 1, b + u32::from(is_boxed)));
+    progress.pens_total = total;
+    progress.pens_boxed = boxed;
+    if progress.all_boxed_step.is_none() && total > 0 && boxed == total {
+        progress.all_boxed_step = Some(time.step);
+    }
+}
+
+/// A robot's network in the seed's table format (`NT:DE`, `LT:LW`), with its live links.
+pub fn dump_network(world: &mut World, robot: &str) -> Option<String> {
+    let mut q = world.query::<(&Name, &NetworkController)>();
+    let (_, nc) = q.iter(world).find(|(n, _)| n.as_str() == robot)?;
+    let net = &nc.brain.net;
+    let mut out = format!("network of {robot} after {} ticks\n\n", net.ticks);
+    out.push_str(&net.dump());
+    out.push_str("Live links\n");
+    for l in &net.links {
+        out.push_str(&format!("  {} -> {}  {}:{:.2}\n", net.name(l.from), net.name(l.to), l.kind.short(), l.weight));
+    }
+    Some(out)
+}
+
+/// The `collect` section of the run metrics.
+fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
+    let progress = world.get_resource::<CollectProgress>()?.clone();
+    let dt = world.get_resource::<SimTime>().map_or(0.0, |t| t.dt_exact);
+    let order = world.get_resource::<RobotOrder>()?.0.clone();
+    let mut q = world.query::<(&Name, &Battery, Option<&NetworkController>)>();
+    let mut totals = CollectStats::default();
+    let mut depleted = 0;
+    let mut robots = Vec::new();
+    let mut networked = 0;
+    for e in order {
+        let Ok((name, battery, nc)) = q.get(world, e) else { continue };
+        depleted += battery.depletions;
+        let Some(nc) = nc else { continue };
+        networked += 1;
+        let s = nc.stats;
+        totals.boxed += s.boxed;
+        totals.charging_visits += s.charging_visits;
+        totals.contested += s.contested;
+        totals.claims_sent += s.claims_sent;
+        totals.yielded += s.yielded;
+        robots.push(json!({
+            "name": name.as_str(),
+            "boxed": s.boxed,
+            "charging_visits": s.charging_visits,
+            "contested": s.contested,
+            "claims_sent": s.claims_sent,
+            "yielded": s.yielded,
+            "battery_depletions": battery.depletions,
+            "network_nodes": nc.brain.net.nodes().count(),
+            "network_links": nc.brain.net.links.len(),
+        }));
+    }
+    if networked == 0 && progress.pens_total == 0 {
+        return None;
+    }
+    Some((
+        "collect".into(),
+        json!({
+            "pens_total": progress.pens_total,
+            "pens_boxed": progress.pens_boxed,
+            "all_boxed_step": progress.all_boxed_step,
+            "all_boxed_s": progress.all_boxed_step.map(|s| (s + 1) as f64 * dt),
+            "duplicate_pursuit_s": progress.duplicate_steps as f64 * dt,
+            "charging_visits": totals.charging_visits,
+            "batteries_depleted": depleted,
+            "contested": totals.contested,
+            "claims_sent": totals.claims_sent,
+            "yielded": totals.yielded,
+            "robots": robots,
+        }),
+    ))
+}

@@ -291,7 +291,7 @@ mod tests {
         assert!(t.contains("The Task Collection"), "{t}");
         let charging = t.lines().find(|l| l.starts_with("Charging")).unwrap();
         assert!(charging.starts_with("Charging (S:-)"), "{charging}");
-        assert_eq!(charging.split_whitespace().skip(2).collect::<Vec<_>>(), vec!["-", "-", "M:1.00"]);
+        assert_eq!(charging.split_whitespace().skip(2).collect::<Vec<_>>(), vec!["-", "-", "M:2.00"]);
         let camera = t.lines().find(|l| l.starts_with("Camera")).unwrap();
         assert!(camera.starts_with("Camera (S:0.50)"), "{camera}");
         let station = t.lines().find(|l| l.starts_with("Station (D")).unwrap();

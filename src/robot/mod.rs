@@ -21,7 +21,7 @@ mod sensors;
 
 pub use controllers::{ConstantDrive, Wander};
 pub use drive::{AppliedDrive, Battery};
-pub use gripper::Gripper;
+pub use gripper::{Gripper, carry_point};
 pub use sensors::{BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting};
 
 /// A robot's body and limits.
@@ -171,7 +171,11 @@ pub fn spawn_robot(
     ));
     match spec.controller {
         // The explorer attaches itself (see `explore`).
-        ControllerSpec::Idle | ControllerSpec::External { .. } | ControllerSpec::Explorer { .. } => {}
+        // The explorer and the network attach themselves (see `explore` and `network`).
+        ControllerSpec::Idle
+        | ControllerSpec::External { .. }
+        | ControllerSpec::Explorer { .. }
+        | ControllerSpec::Network { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
             entity.insert(ConstantDrive { linear, angular: angular.to_radians() });
         }

@@ -1,5 +1,6 @@
-//! Hot reload (app only): the open scene file is polled for changes; a valid edit replaces the
-//! running scene, an invalid one leaves it running and puts the error in the panel.
+//! Hot reload (app only): the open scene file, and the network structure file it names, are
+//! polled for changes; a valid edit replaces the running scene, an invalid one leaves it running
+//! and puts the error in the panel.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -14,7 +15,8 @@ const POLL: Duration = Duration::from_millis(300);
 #[derive(Default)]
 struct Watched {
     path: Option<PathBuf>,
-    modified: Option<SystemTime>,
+    /// Modification times of the scene file and of its network file.
+    modified: (Option<SystemTime>, Option<SystemTime>),
     since_poll: Duration,
 }
 
@@ -24,6 +26,12 @@ pub fn plugin(app: &mut App) {
 
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The scene file's and its network file's modification times.
+fn stamps(path: &Path, active: &ActiveScene) -> (Option<SystemTime>, Option<SystemTime>) {
+    let network = super::load::network_path(&active.scene, path.parent().unwrap_or(Path::new(".")));
+    (modified(path), network.and_then(|n| modified(&n)))
 }
 
 fn watch_scene_file(
@@ -41,7 +49,7 @@ fn watch_scene_file(
     if watched.path.as_ref() != Some(path) {
         // A new file was opened: remember its current state, reload only on later changes.
         watched.path = Some(path.clone());
-        watched.modified = modified(path);
+        watched.modified = stamps(path, &active);
         return;
     }
     watched.since_poll += time.delta();
@@ -49,8 +57,8 @@ fn watch_scene_file(
         return;
     }
     watched.since_poll = Duration::ZERO;
-    let now = modified(path);
-    if now == watched.modified || now.is_none() {
+    let now = stamps(path, &active);
+    if now == watched.modified || now.0.is_none() {
         return;
     }
     watched.modified = now;

@@ -64,13 +64,35 @@ pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> 
     if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
 }
 
-/// Reads, parses and validates a scene file. Returns the scene and the text it came from.
+/// Reads, parses and validates a scene file, and the network structure it names. Returns the
+/// scene and the text it came from.
 pub fn load_scene_file(path: &Path) -> Result<(SceneFile, String), SceneLoadError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| SceneLoadError::Io { path: shown.clone(), message: e.to_string() })?;
-    let scene = parse_scene(&text, &shown)?;
+    let mut scene = parse_scene(&text, &shown)?;
+    resolve_network(&mut scene, path.parent().unwrap_or(Path::new(".")), &shown)?;
     Ok((scene, text))
+}
+
+/// The file a scene's `network` field names, if any (relative to the scene's folder).
+pub fn network_path(scene: &SceneFile, scene_dir: &Path) -> Option<std::path::PathBuf> {
+    scene.network.as_ref().map(|n| scene_dir.join(n))
+}
+
+/// Reads and checks the network structure a scene names into `scene.network_structure`; its
+/// errors are the scene's, under the item `network`.
+pub fn resolve_network(scene: &mut SceneFile, scene_dir: &Path, shown: &str) -> Result<(), SceneLoadError> {
+    let Some(path) = network_path(scene, scene_dir) else { return Ok(()) };
+    let invalid = |message: String| SceneLoadError::Invalid {
+        path: shown.to_string(),
+        errors: vec![SceneError { item: "network".into(), message }],
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| invalid(format!("cannot read {}: {e}", path.display())))?;
+    let structure = crate::network::parse_network(&text, &path.display().to_string())
+        .map_err(|e| invalid(e.replace('\n', "; ")))?;
+    scene.network_structure = Some(structure);
+    Ok(())
 }
 
 /// The embedded default scene.

@@ -46,6 +46,13 @@ pub struct SceneFile {
     /// The bot manager: UDP address and ports for outside controllers, and the watchdog.
     #[serde(default)]
     pub botlink: BotlinkSpec,
+    /// The basic network structure for `Network` robots: a RON file, relative to the scene
+    /// file. The structure shipped in `assets/network.ron` when absent.
+    #[serde(default)]
+    pub network: Option<String>,
+    /// The structure `network` names, read when the scene file is loaded.
+    #[serde(skip)]
+    pub network_structure: Option<crate::network::NetworkStructure>,
 }
 
 /// The bot manager's settings (seed 004).
@@ -236,6 +243,29 @@ pub enum ControllerSpec {
         #[serde(default)]
         sonar: bool,
     },
+    /// The behaviour network of seed 001: collects pens into boxes and recharges when low.
+    Network {
+        /// Steps a subject stays in the network after its object was last seen.
+        #[serde(default = "default_forget_after")]
+        forget_after: u32,
+        /// Battery level (0..1) at which the Charging task takes over.
+        #[serde(default = "default_low_power")]
+        low_power: f32,
+        /// Battery level at which the robot leaves the station.
+        #[serde(default = "default_full_power")]
+        full_power: f32,
+    },
+}
+
+impl ControllerSpec {
+    /// A network controller with the default parameters.
+    pub fn network() -> Self {
+        ControllerSpec::Network {
+            forget_after: default_forget_after(),
+            low_power: default_low_power(),
+            full_power: default_full_power(),
+        }
+    }
 }
 
 /// How an explorer picks where to go next.
@@ -390,6 +420,8 @@ impl SceneFile {
             robots: vec![],
             comms: CommsSpec::default(),
             botlink: BotlinkSpec::default(),
+            network: None,
+            network_structure: None,
         }
     }
 }
@@ -453,6 +485,15 @@ fn default_camera_range() -> f32 {
 }
 fn default_period() -> u32 {
     1
+}
+fn default_forget_after() -> u32 {
+    25
+}
+fn default_low_power() -> f32 {
+    0.3
+}
+fn default_full_power() -> f32 {
+    0.95
 }
 fn default_wander_speed() -> f32 {
     0.8

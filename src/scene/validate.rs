@@ -372,6 +372,18 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
                 e(format!("Wander speed must be in (0, 1] (a fraction of max_speed), got {speed}"));
             }
         }
+        ControllerSpec::Network { forget_after, low_power, full_power } => {
+            if forget_after == 0 {
+                e("Network forget_after must be at least 1 step".into());
+            }
+            if !(low_power.is_finite() && full_power.is_finite() && 0.0 <= low_power && low_power < full_power)
+                || full_power > 1.0
+            {
+                e(format!(
+                    "Network needs 0 <= low_power < full_power <= 1 (battery levels), got {low_power} and {full_power}"
+                ));
+            }
+        }
     }
 }
 

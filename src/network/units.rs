@@ -1,0 +1,503 @@
+//! The functional units of seed 001 and the [`Brain`] that runs a robot's network with them.
+//!
+//! A node's unit turns its input (the weighted mean of its input links, as of the last tick) and,
+//! for task and perception nodes, the robot's readings into its new degree of execution and
+//! signal:
+//!
+//! - task: `Charging` is 1 from the moment the battery falls to `low_power` until it is back at
+//!   `full_power` (hysteresis, so the robot charges fully instead of dithering); `Collecting` is
+//!   its complement, so Charging wins over Collecting;
+//! - perception: `Camera` is 1 while the camera sees a box, pen or station, `GripSensor` 1 while
+//!   the gripper holds a pen, `Power` is 1 − battery level;
+//! - subject (`Box`, `Pen`, `Station`): its input while its object is tracked, and the object's
+//!   distance and bearing, and whether the robot is at it (pen in reach, load over a box, on the
+//!   charging station);
+//! - control: the leading subject among its inputs (largest weight × degree, at least
+//!   [`BrainParams::lead`]) gives `Move` a forward speed (slowing near the object, zero while
+//!   facing away or when there), `Turn` a turn rate towards its bearing, `Grip` close at a pen
+//!   and open over a box;
+//! - actuator (`Speed`, `Angle`, `Gripper`): pass their control node's command on, as the
+//!   robot's speed, turn rate and gripper command for the act stage.
+//!
+//! Nodes a user adds to the structure with other names get the plain unit: degree = input.
+
+use std::sync::Arc;
+
+use super::graph::{Catalog, Input, Network, NodeId, Signal};
+use super::structure::NetworkStructure;
+
+/// The subjects the world offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubjectKind {
+    Box = 0,
+    Pen = 1,
+    Station = 2,
+}
+
+impl SubjectKind {
+    pub const ALL: [SubjectKind; 3] = [SubjectKind::Box, SubjectKind::Pen, SubjectKind::Station];
+
+    /// The node name in the shipped structure.
+    pub fn node_name(self) -> &'static str {
+        match self {
+            SubjectKind::Box => "Box",
+            SubjectKind::Pen => "Pen",
+            SubjectKind::Station => "Station",
+        }
+    }
+}
+
+/// What a node's functional unit does, decided by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Charging,
+    Collecting,
+    Camera,
+    GripSensor,
+    Power,
+    Subject(SubjectKind),
+    Move,
+    Turn,
+    Grip,
+    Speed,
+    Angle,
+    Gripper,
+    /// A node crsim has no unit for: degree = input.
+    Plain,
+}
+
+impl Role {
+    pub fn of(name: &str) -> Role {
+        match name {
+            "Charging" => Role::Charging,
+            "Collecting" => Role::Collecting,
+            "Camera" => Role::Camera,
+            "GripSensor" => Role::GripSensor,
+            "Power" => Role::Power,
+            "Box" => Role::Subject(SubjectKind::Box),
+            "Pen" => Role::Subject(SubjectKind::Pen),
+            "Station" => Role::Subject(SubjectKind::Station),
+            "Move" => Role::Move,
+            "Turn" => Role::Turn,
+            "Grip" => Role::Grip,
+            "Speed" => Role::Speed,
+            "Angle" => Role::Angle,
+            "Gripper" => Role::Gripper,
+            _ => Role::Plain,
+        }
+    }
+}
+
+/// A structure ready to run: the catalog and each node's role. Shared by all robots of a scene.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blueprint {
+    pub catalog: Arc<Catalog>,
+    pub roles: Vec<Role>,
+    /// The node of each subject kind, if the structure has one.
+    pub subjects: [Option<NodeId>; 3],
+    pub speed: Option<NodeId>,
+    pub angle: Option<NodeId>,
+    pub gripper: Option<NodeId>,
+}
+
+impl Blueprint {
+    pub fn new(structure: NetworkStructure) -> Self {
+        let catalog = Catalog::new(structure);
+        let roles: Vec<Role> = catalog.names.iter().map(|n| Role::of(n)).collect();
+        let find = |r: Role| roles.iter().position(|x| *x == r);
+        Self {
+            subjects: SubjectKind::ALL.map(|k| find(Role::Subject(k))),
+            speed: find(Role::Speed),
+            angle: find(Role::Angle),
+            gripper: find(Role::Gripper),
+            roles,
+            catalog: Arc::new(catalog),
+        }
+    }
+}
+
+/// Tunable parts of the units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BrainParams {
+    /// Battery level at which Charging switches on.
+    pub low_power: f32,
+    /// Battery level at which Charging switches off again.
+    pub full_power: f32,
+    /// Least weight × degree for a subject to lead the control nodes.
+    pub lead: f32,
+    /// Turn rate (fraction of the maximum) per radian of bearing.
+    pub turn_gain: f32,
+    /// Beyond this bearing (radians) the robot turns on the spot before driving.
+    pub face: f32,
+    /// Within this distance (m) of its object the robot slows down.
+    pub slow_radius: f32,
+    /// The slowest approach, as a fraction of the maximum speed.
+    pub min_speed: f32,
+}
+
+impl Default for BrainParams {
+    fn default() -> Self {
+        Self {
+            low_power: 0.3,
+            full_power: 0.95,
+            lead: 0.55,
+            turn_gain: 1.5,
+            face: 0.6,
+            slow_radius: 0.5,
+            min_speed: 0.2,
+        }
+    }
+}
+
+/// Where a subject's object is, relative to the robot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    pub distance: f32,
+    pub bearing: f32,
+}
+
+/// The robot's readings for one tick.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Percepts {
+    /// Battery level, 0..1.
+    pub power: f32,
+    /// The robot is charging on a station.
+    pub on_station: bool,
+    /// The gripper holds a pen.
+    pub holding: bool,
+    /// A free pen is within the gripper's reach.
+    pub pen_in_reach: bool,
+    /// What the gripper holds would drop into a box.
+    pub over_box: bool,
+    /// The camera sees at least one box, pen or station.
+    pub sees: bool,
+    /// The tracked object of each subject kind, if any.
+    pub tracks: [Option<View>; 3],
+}
+
+impl Percepts {
+    fn at(&self, kind: SubjectKind) -> bool {
+        match kind {
+            SubjectKind::Pen => self.pen_in_reach,
+            SubjectKind::Box => self.over_box,
+            SubjectKind::Station => self.on_station,
+        }
+    }
+}
+
+/// What the actuator nodes command after a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Outputs {
+    /// Forward speed as a fraction of the maximum; `None` without a Speed node or a leader.
+    pub speed: Option<f32>,
+    /// Turn rate as a fraction of the maximum (positive to the left).
+    pub turn: Option<f32>,
+    /// +1 close, -1 open, 0 leave as is.
+    pub grip: f32,
+}
+
+/// A robot's network with its units and task state.
+#[derive(Debug, Clone)]
+pub struct Brain {
+    pub net: Network,
+    pub blueprint: Arc<Blueprint>,
+    pub params: BrainParams,
+    /// The charging task is on.
+    pub charging: bool,
+}
+
+impl Brain {
+    pub fn new(blueprint: Arc<Blueprint>, params: BrainParams) -> Self {
+        Self { net: Network::new(Arc::clone(&blueprint.catalog)), blueprint, params, charging: false }
+    }
+
+    /// Whether the subject node of a kind exists.
+    pub fn has_subject(&self, kind: SubjectKind) -> bool {
+        self.blueprint.subjects[kind as usize].is_some_and(|id| self.net.node(id).is_some())
+    }
+
+    /// Asks the subject manager to create (`seen`) or remove the node of a kind, if that
+    /// changes anything; applied at the next tick.
+    pub fn set_subject(&mut self, kind: SubjectKind, seen: bool) {
+        let Some(id) = self.blueprint.subjects[kind as usize] else { return };
+        match (seen, self.net.node(id).is_some()) {
+            (true, false) => self.net.perceive(id),
+            (false, true) => self.net.forget(id),
+            _ => {}
+        }
+    }
+
+    /// One tick of the network on this tick's readings.
+    pub fn tick(&mut self, p: &Percepts) -> Outputs {
+        self.charging = if self.charging { p.power < self.params.full_power } else { p.power <= self.params.low_power };
+        let (bp, params, charging) = (&*self.blueprint, self.params, self.charging);
+        self.net.tick(|id, mean, inputs| unit(bp.roles[id], mean, inputs, p, &params, charging, &bp.roles));
+        let level = |id: Option<NodeId>| match id.and_then(|i| self.net.node(i)).map(|n| n.signal) {
+            Some(Signal::Level(x)) => Some(x),
+            _ => None,
+        };
+        Outputs { speed: level(bp.speed), turn: level(bp.angle), grip: level(bp.gripper).unwrap_or(0.0) }
+    }
+
+    /// The subject currently leading the control nodes, if any.
+    pub fn leader(&self) -> Option<SubjectKind> {
+        let bp = &*self.blueprint;
+        let mut best: Option<(f32, SubjectKind)> = None;
+        for l in &self.net.links {
+            if let (Role::Subject(k), Role::Move | Role::Turn) = (bp.roles[l.from], bp.roles[l.to])
+                && let Some(n) = self.net.node(l.from)
+                && matches!(n.signal, Signal::Track { .. })
+            {
+                let strength = l.weight * n.degree;
+                if strength >= self.params.lead && best.is_none_or(|(s, _)| strength > s) {
+                    best = Some((strength, k));
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+}
+
+/// The leading subject among a control node's inputs: largest weight × degree with a track,
+/// at least `lead`; the first in node order on a tie.
+pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(SubjectKind, View, bool)> {
+    let mut best: Option<(f32, SubjectKind, View, bool)> = None;
+    for i in inputs {
+        if let (Role::Subject(k), Signal::Track { distance, bearing, at }) = (roles[i.from], i.signal) {
+            let strength = i.weight * i.degree;
+            if strength >= lead && best.is_none_or(|b| strength > b.0) {
+                best = Some((strength, k, View { distance, bearing }, at));
+            }
+        }
+    }
+    best.map(|(_, k, v, at)| (k, v, at))
+}
+
+/// Forward speed towards an object: none when there or facing away, slower when close.
+pub fn approach_speed(view: View, at: bool, params: &BrainParams) -> f32 {
+    if at || view.bearing.abs() > params.face {
+        return 0.0;
+    }
+    (view.distance / params.slow_radius).clamp(params.min_speed, 1.0) * view.bearing.cos()
+}
+
+/// The functional unit of a node of role `role`.
+#[allow(clippy::too_many_arguments)]
+pub fn unit(
+    role: Role,
+    mean: f32,
+    inputs: &[Input],
+    p: &Percepts,
+    params: &BrainParams,
+    charging: bool,
+    roles: &[Role],
+) -> (f32, Signal) {
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    match role {
+        Role::Charging => (flag(charging), Signal::None),
+        Role::Collecting => (1.0 - flag(charging), Signal::None),
+        Role::Camera => (flag(p.sees), Signal::None),
+        Role::GripSensor => (flag(p.holding), Signal::None),
+        Role::Power => (1.0 - p.power.clamp(0.0, 1.0), Signal::None),
+        Role::Subject(k) => match p.tracks[k as usize] {
+            Some(v) => (mean, Signal::Track { distance: v.distance, bearing: v.bearing, at: p.at(k) }),
+            None => (0.0, Signal::None),
+        },
+        Role::Move | Role::Turn | Role::Grip => {
+            let Some((kind, view, at)) = leading(inputs, roles, params.lead) else {
+                return (mean, Signal::None);
+            };
+            let level = match role {
+                Role::Move => approach_speed(view, at, params),
+                Role::Turn => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
+                _ => match (kind, at) {
+                    (SubjectKind::Pen, true) => 1.0,
+                    (SubjectKind::Box, true) => -1.0,
+                    _ => 0.0,
+                },
+            };
+            (mean, Signal::Level(level))
+        }
+        Role::Speed | Role::Angle | Role::Gripper => {
+            // The command of the strongest driving input, its sign flipped by a negative weight.
+            let command = inputs
+                .iter()
+                .filter_map(|i| match i.signal {
+                    Signal::Level(x) => Some((i.weight.abs() * i.degree, x * i.weight.signum())),
+                    _ => None,
+                })
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, x)| x.clamp(-1.0, 1.0));
+            (mean, command.map_or(Signal::None, Signal::Level))
+        }
+        Role::Plain => (mean, Signal::None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::structure::{LinkKind, default_network};
+
+    fn brain() -> Brain {
+        Brain::new(Arc::new(Blueprint::new(default_network())), BrainParams::default())
+    }
+
+    fn input(from: NodeId, weight: f32, degree: f32, signal: Signal) -> Input {
+        Input { from, kind: LinkKind::Command, weight, degree, signal }
+    }
+
+    fn full(power: f32) -> Percepts {
+        Percepts { power, ..Default::default() }
+    }
+
+    #[test]
+    fn task_and_perception_units() {
+        let p = Percepts { power: 0.8, holding: true, sees: true, ..Default::default() };
+        let params = BrainParams::default();
+        let u = |role| unit(role, 0.0, &[], &p, &params, false, &[]).0;
+        assert_eq!(u(Role::Charging), 0.0);
+        assert_eq!(u(Role::Collecting), 1.0);
+        assert_eq!(u(Role::Camera), 1.0);
+        assert_eq!(u(Role::GripSensor), 1.0);
+        assert!((u(Role::Power) - 0.2).abs() < 1e-6);
+        assert_eq!(unit(Role::Charging, 0.0, &[], &p, &params, true, &[]).0, 1.0);
+        assert_eq!(unit(Role::Collecting, 0.0, &[], &p, &params, true, &[]).0, 0.0);
+    }
+
+    #[test]
+    fn subject_units_track_their_object() {
+        let params = BrainParams::default();
+        let mut p = Percepts { pen_in_reach: true, ..Default::default() };
+        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 0.5, bearing: 0.1 });
+        let (d, s) = unit(Role::Subject(SubjectKind::Pen), 0.6, &[], &p, &params, false, &[]);
+        assert_eq!(d, 0.6);
+        assert_eq!(s, Signal::Track { distance: 0.5, bearing: 0.1, at: true });
+        // Not tracked: degree 0, no signal.
+        assert_eq!(unit(Role::Subject(SubjectKind::Box), 0.9, &[], &p, &params, false, &[]), (0.0, Signal::None));
+    }
+
+    #[test]
+    fn control_units_follow_the_leading_subject() {
+        let params = BrainParams::default();
+        let roles = [Role::Subject(SubjectKind::Box), Role::Subject(SubjectKind::Pen)];
+        let p = Percepts::default();
+        let box_track = Signal::Track { distance: 2.0, bearing: -0.2, at: false };
+        let pen_track = Signal::Track { distance: 0.25, bearing: 0.3, at: false };
+        // Box at 0.5 is below the lead threshold; Pen at 0.6 leads.
+        let inputs = [input(0, 1.0, 0.5, box_track), input(1, 1.0, 0.6, pen_track)];
+        let (d, s) = unit(Role::Turn, 0.55, &inputs, &p, &params, false, &roles);
+        assert_eq!(d, 0.55);
+        let Signal::Level(turn) = s else { panic!("{s:?}") };
+        assert!((turn - 0.45).abs() < 1e-6, "{turn}");
+        let (_, s) = unit(Role::Move, 0.55, &inputs, &p, &params, false, &roles);
+        // Slowed to 0.25 / 0.5 of full speed, times cos(0.3).
+        let Signal::Level(v) = s else { panic!("{s:?}") };
+        assert!((v - 0.5 * 0.3f32.cos()).abs() < 1e-6, "{v}");
+        assert_eq!(unit(Role::Grip, 0.55, &inputs, &p, &params, false, &roles).1, Signal::Level(0.0));
+        // At the pen: stop and close the gripper.
+        let at_pen = [input(1, 1.0, 0.6, Signal::Track { distance: 0.15, bearing: 0.0, at: true })];
+        assert_eq!(unit(Role::Move, 0.6, &at_pen, &p, &params, false, &roles).1, Signal::Level(0.0));
+        assert_eq!(unit(Role::Grip, 0.6, &at_pen, &p, &params, false, &roles).1, Signal::Level(1.0));
+        // Over a box: open.
+        let at_box = [input(0, 1.0, 1.0, Signal::Track { distance: 0.4, bearing: 0.0, at: true })];
+        assert_eq!(unit(Role::Grip, 1.0, &at_box, &p, &params, false, &roles).1, Signal::Level(-1.0));
+        // Facing away: turn on the spot.
+        let behind = [input(1, 1.0, 0.6, Signal::Track { distance: 1.0, bearing: 2.0, at: false })];
+        assert_eq!(unit(Role::Move, 0.6, &behind, &p, &params, false, &roles).1, Signal::Level(0.0));
+        assert_eq!(unit(Role::Turn, 0.6, &behind, &p, &params, false, &roles).1, Signal::Level(1.0));
+        // No leader: no command.
+        assert_eq!(unit(Role::Move, 0.5, &inputs[..1], &p, &params, false, &roles).1, Signal::None);
+    }
+
+    #[test]
+    fn actuator_units_pass_the_command_on() {
+        let params = BrainParams::default();
+        let roles = [Role::Move];
+        let p = Percepts::default();
+        let (d, s) = unit(Role::Speed, 0.7, &[input(0, 1.0, 0.7, Signal::Level(0.4))], &p, &params, false, &roles);
+        assert_eq!((d, s), (0.7, Signal::Level(0.4)));
+        // A negative weight reverses the command.
+        let (_, s) = unit(Role::Angle, 0.0, &[input(0, -1.0, 0.7, Signal::Level(0.4))], &p, &params, false, &roles);
+        assert_eq!(s, Signal::Level(-0.4));
+        assert_eq!(unit(Role::Gripper, 0.0, &[], &p, &params, false, &roles).1, Signal::None);
+    }
+
+    /// Sees a pen straight ahead: after the creation tick and one tick per layer the actuators
+    /// drive towards it.
+    #[test]
+    fn a_seen_pen_drives_the_robot_to_it_and_grips_it() {
+        let mut b = brain();
+        let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
+        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.2 });
+        b.set_subject(SubjectKind::Pen, true);
+        let mut out = Outputs::default();
+        for _ in 0..5 {
+            out = b.tick(&p);
+        }
+        assert_eq!(b.leader(), Some(SubjectKind::Pen));
+        assert!((out.speed.unwrap() - 0.2f32.cos()).abs() < 1e-6, "{out:?}");
+        assert!((out.turn.unwrap() - 0.3).abs() < 1e-6, "{out:?}");
+        assert_eq!(out.grip, 0.0);
+        p.pen_in_reach = true;
+        for _ in 0..3 {
+            out = b.tick(&p);
+        }
+        assert_eq!((out.speed, out.grip), (Some(0.0), 1.0));
+        // Holding it: GripSensor inhibits Pen ((2 + 1 - 2) / 5 = 0.2, below the lead), nothing
+        // leads.
+        p.holding = true;
+        p.pen_in_reach = false;
+        for _ in 0..4 {
+            out = b.tick(&p);
+        }
+        assert!((b.net.get("Pen").unwrap().degree - 0.2).abs() < 1e-6);
+        assert_eq!(b.leader(), None);
+        assert_eq!(out.speed, None);
+    }
+
+    /// Holding a pen with a box and a pen in view, Box leads; Charging takes over at low power
+    /// and lets go once the battery is full again.
+    #[test]
+    fn charging_takes_over_at_low_power() {
+        let mut b = brain();
+        let mut p = Percepts { power: 0.8, sees: true, holding: true, ..Default::default() };
+        p.tracks = [
+            Some(View { distance: 1.0, bearing: 0.5 }),
+            Some(View { distance: 0.5, bearing: 0.0 }),
+            Some(View { distance: 2.0, bearing: -0.5 }),
+        ];
+        for k in SubjectKind::ALL {
+            b.set_subject(k, true);
+        }
+        let run = |b: &mut Brain, p: &Percepts| (0..5).map(|_| b.tick(p)).last().unwrap();
+        let out = run(&mut b, &p);
+        assert_eq!(b.leader(), Some(SubjectKind::Box));
+        assert!(out.turn.unwrap() > 0.0);
+        p.power = 0.3;
+        let out = run(&mut b, &p);
+        assert!(b.charging);
+        assert_eq!(b.leader(), Some(SubjectKind::Station));
+        assert!(out.turn.unwrap() < 0.0, "{out:?}");
+        assert_eq!(b.net.get("Charging").unwrap().degree, 1.0);
+        assert_eq!(b.net.get("Collecting").unwrap().degree, 0.0);
+        // On the station: wait there while charging, even past the low mark.
+        p.on_station = true;
+        p.power = 0.6;
+        let out = run(&mut b, &p);
+        assert!(b.charging);
+        assert_eq!(out.speed, Some(0.0));
+        p.power = 0.95;
+        run(&mut b, &p);
+        assert!(!b.charging);
+        assert_eq!(b.leader(), Some(SubjectKind::Box));
+    }
+
+    #[test]
+    fn a_brain_without_sightings_commands_nothing() {
+        let mut b = brain();
+        let out = b.tick(&full(1.0));
+        assert_eq!(out, Outputs::default());
+        assert_eq!(b.net.names().len(), 5);
+    }
+}

@@ -1,0 +1,236 @@
+//! Headless tests of the behaviour network (seed 001) driving robots: the pens scene collected
+//! end to end, charging taking over at low power, the network growing and shrinking with what
+//! the camera sees, collectors' claims over the radio, and the structure file's errors.
+
+use bevy::prelude::*;
+
+use crsim::network::{CollectProgress, NetworkController, SubjectKind, dump_network};
+use crsim::robot::{Battery, PowerSensor};
+use crsim::scene::schema::*;
+use crsim::scene::{SceneSource, load_scene_file};
+use crsim::sim::headless::{headless_app, run_steps};
+use crsim::sim::report::build_report;
+
+fn scene_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)
+}
+
+fn named(app: &mut App, name: &str) -> Entity {
+    let world = app.world_mut();
+    let mut q = world.query::<(Entity, &Name)>();
+    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
+}
+
+fn controller(app: &App, e: Entity) -> &NetworkController {
+    app.world().get::<NetworkController>(e).expect("a network robot")
+}
+
+/// The whole pens scene, headless: every pen ends in a box within two simulated minutes, no
+/// battery runs empty, and the `collect` metrics say so.
+#[test]
+fn the_pens_scene_boxes_every_pen() {
+    let (scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let robots: Vec<Entity> = ["alpha", "beta", "gamma"].iter().map(|n| named(&mut app, n)).collect();
+    let (mut most_nodes, mut fewest_nodes) = (0, usize::MAX);
+    for _ in 0..60 {
+        run_steps(&mut app, 100);
+        for &r in &robots {
+            let net = &controller(&app, r).brain.net;
+            net.check().unwrap();
+            most_nodes = most_nodes.max(net.nodes().count());
+            fewest_nodes = fewest_nodes.min(net.nodes().count());
+        }
+        if app.world().resource::<CollectProgress>().all_boxed_step.is_some() {
+            break;
+        }
+    }
+    // Subjects came and went: the full network of a pen, a box and the station at times, the
+    // static five at others.
+    assert!(most_nodes >= 12, "{most_nodes}");
+    assert_eq!(fewest_nodes, 5);
+    let report = build_report(app.world_mut(), 0.0);
+    let collect = &report.sections["collect"];
+    assert_eq!(collect["pens_total"], 8);
+    assert_eq!(collect["pens_boxed"], 8, "{collect:#}");
+    assert_eq!(collect["batteries_depleted"], 0);
+    let seconds = collect["all_boxed_s"].as_f64().unwrap();
+    assert!(seconds < 120.0, "all pens boxed after {seconds} s");
+    let boxed: u64 = collect["robots"].as_array().unwrap().iter().map(|r| r["boxed"].as_u64().unwrap()).sum();
+    assert_eq!(boxed, 8, "every pen was boxed by a network robot");
+    for &r in &robots {
+        assert_eq!(app.world().get::<Battery>(r).unwrap().depletions, 0);
+    }
+}
+
+/// alpha starts at 45% charge: when it falls to 30% Charging takes over, it drives to the
+/// station, charges to 95%, and goes back to collecting (it boxes a pen afterwards).
+#[test]
+fn charging_takes_over_at_low_power_and_collecting_resumes() {
+    let (scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let alpha = named(&mut app, "alpha");
+    let mut phase = 0;
+    let mut boxed_before = 0;
+    for step in 0..6000 {
+        run_steps(&mut app, 1);
+        let nc = controller(&app, alpha);
+        let power = *app.world().get::<PowerSensor>(alpha).unwrap();
+        match phase {
+            0 if nc.brain.charging => {
+                assert!(power.level <= 0.3 + 1e-3, "charging starts at the low mark, level {}", power.level);
+                let net = &nc.brain.net;
+                assert_eq!(net.get("Charging").map(|n| n.degree), Some(1.0));
+                assert_eq!(net.get("Collecting").map(|n| n.degree), Some(0.0));
+                phase = 1;
+            }
+            1 if power.charging => {
+                assert!(nc.brain.charging);
+                boxed_before = nc.stats.boxed;
+                phase = 2;
+            }
+            2 if !nc.brain.charging => {
+                assert!(power.level >= 0.95 - 1e-3, "leaves the station charged, level {}", power.level);
+                assert_eq!(nc.stats.charging_visits, 1);
+                phase = 3;
+            }
+            3 if nc.stats.boxed > boxed_before => {
+                phase = 4;
+                println!("alpha boxed a pen after recharging, step {step}");
+                break;
+            }
+            _ => {}
+        }
+        // On its way and on the station, Station leads once it is in view.
+        if phase == 2 && step % 10 == 0 {
+            let nc = controller(&app, alpha);
+            if nc.brain.has_subject(SubjectKind::Station) && nc.brain.leader().is_some() {
+                assert_eq!(nc.brain.leader(), Some(SubjectKind::Station));
+            }
+        }
+    }
+    assert_eq!(phase, 4, "alpha went through low power, charging and collecting again");
+    assert_eq!(app.world().get::<Battery>(alpha).unwrap().depletions, 0);
+}
+
+/// Two collectors see the same pen; the nearer is 0.6 m from it, the other 0.9 m. With the
+/// radio, the farther one hears the nearer one's claim and gives the pen up; with the link off
+/// both go for it until one has it.
+#[test]
+fn collectors_announce_their_pen_and_others_pick_another() {
+    let scene = |link: bool| {
+        let mut s = SceneFile::empty("claims", 3.0, 2.0);
+        s.comms.link = link;
+        s.pens.push(PenSpec { name: "pen".into(), pos: (1.5, 1.0), radius: 0.02 });
+        s.boxes.push(BoxSpec { name: "box".into(), center: (2.7, 1.7), size: (0.4, 0.4), angle: 0.0 });
+        let mut near = RobotSpec::new("near", 0.9, 1.0, 0.0);
+        near.controller = ControllerSpec::network();
+        let mut far = RobotSpec::new("far", 1.5, 0.1, 90.0);
+        far.controller = ControllerSpec::network();
+        s.robots = vec![near, far];
+        s
+    };
+    let run = |link: bool| {
+        let mut app = headless_app(scene(link), SceneSource::Generated);
+        let far = named(&mut app, "far");
+        run_steps(&mut app, 150);
+        let duplicate = app.world().resource::<CollectProgress>().duplicate_steps;
+        (controller(&app, far).stats, duplicate)
+    };
+    let (with_radio, dup_radio) = run(true);
+    let (without, dup_off) = run(false);
+    assert!(with_radio.yielded >= 1, "{with_radio:?}");
+    assert_eq!(with_radio.contested, 0, "{with_radio:?}");
+    assert_eq!(without.yielded, 0);
+    assert_eq!(without.claims_sent.min(1), 1, "far claims the pen too, unheard");
+    assert!(dup_off > dup_radio + 10, "duplicated pursuit: {dup_off} robot-steps without radio, {dup_radio} with");
+}
+
+#[test]
+fn the_network_dump_is_in_the_seeds_format() {
+    let (scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    run_steps(&mut app, 200);
+    let dump = dump_network(app.world_mut(), "gamma").unwrap();
+    assert!(dump.starts_with("network of gamma after 200 ticks"), "{dump}");
+    assert!(dump.contains("The Task Collection"), "{dump}");
+    assert!(dump.lines().any(|l| l.starts_with("Charging (S:0.00)")), "{dump}");
+    assert!(dump_network(app.world_mut(), "nobody").is_none());
+}
+
+/// A scene naming a structure file with a bad entry does not load; the error names the
+/// scene's `network` item, the structure file and the bad link.
+#[test]
+fn a_bad_structure_file_is_a_scene_error() {
+    let dir = std::env::temp_dir().join(format!("crsim-net-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join("network.ron"))
+            .unwrap();
+    std::fs::write(
+        dir.join("net.ron"),
+        shipped.replace("(from: \"Move\", to: \"Speed\"", "(from: \"Move\", to: \"Gripe\""),
+    )
+    .unwrap();
+    let scene = "SceneFile(name: \"n\", arena: (width: 2.0, height: 2.0), network: \"net.ron\")";
+    std::fs::write(dir.join("scene.ron"), scene).unwrap();
+    let err = load_scene_file(&dir.join("scene.ron")).unwrap_err().to_string();
+    assert!(err.contains("network:"), "{err}");
+    assert!(err.contains("net.ron"), "{err}");
+    assert!(err.contains("link \"Move\" -> \"Gripe\": \"Gripe\" is not a node"), "{err}");
+    // A good one loads and is what the robots run.
+    std::fs::write(dir.join("net.ron"), shipped.replace("weight: -2.0", "weight: -3.0")).unwrap();
+    let (s, _) = load_scene_file(&dir.join("scene.ron")).unwrap();
+    let structure = s.network_structure.unwrap();
+    assert!(structure.links.iter().any(|l| l.weight == -3.0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The app reloads the scene when the structure file it names is saved: a valid edit reaches the
+/// robots, a bad one is shown and the running scene goes on.
+#[test]
+fn editing_the_structure_file_reloads_the_scene() {
+    use crsim::network::SceneBlueprint;
+    use crsim::scene::{ActiveScene, SceneStatus, hot_reload};
+    let dir = std::env::temp_dir().join(format!("crsim-net-hot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shipped =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join("network.ron"))
+            .unwrap();
+    std::fs::write(dir.join("net.ron"), &shipped).unwrap();
+    let path = dir.join("scene.ron");
+    std::fs::write(
+        &path,
+        "(name: \"n\", arena: (width: 2.0, height: 2.0), network: \"net.ron\", \
+         robots: [(name: \"r\", pose: (1.0, 1.0, 0.0), controller: Network())])",
+    )
+    .unwrap();
+    let (scene, _) = load_scene_file(&path).unwrap();
+    let mut app = headless_app(scene, SceneSource::File(path.clone()));
+    hot_reload::plugin(&mut app);
+    let wait_for_poll = |app: &mut App| {
+        for _ in 0..8 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            app.update();
+        }
+    };
+    wait_for_poll(&mut app);
+    let pen_weight = |app: &App| {
+        let s = &app.world().resource::<SceneBlueprint>().0.catalog.structure;
+        s.links.iter().find(|l| l.from == "GripSensor" && l.to == "Pen").unwrap().weight
+    };
+    assert_eq!(pen_weight(&app), -2.0);
+    std::fs::write(dir.join("net.ron"), shipped.replace("weight: -2.0", "weight: -4.0")).unwrap();
+    wait_for_poll(&mut app);
+    assert_eq!(app.world().resource::<ActiveScene>().generation, 2);
+    assert_eq!(pen_weight(&app), -4.0);
+    run_steps(&mut app, 10);
+    std::fs::write(dir.join("net.ron"), shipped.replace("kind: Drive, weight: 1.0", "kind: Drive, weight: inf"))
+        .unwrap();
+    wait_for_poll(&mut app);
+    let err = app.world().resource::<SceneStatus>().error.clone().expect("error shown");
+    assert!(err.contains("network:") && err.contains("weight must be a finite number"), "{err}");
+    assert_eq!(app.world().resource::<ActiveScene>().generation, 2);
+    assert_eq!(app.world().resource::<crsim::sim::SimTime>().step, 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
