@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
-use crsim::sim::bench::run_bench;
+use crsim::sim::bench::{BenchOptions, run_bench};
 use crsim::sim::headless::{headless_app, run_in_chunks};
 use crsim::sim::report::build_report;
 
@@ -29,6 +29,9 @@ struct Cli {
     /// Frames to render before the screenshot.
     #[arg(long, default_value_t = 60, requires = "screenshot")]
     frames: u32,
+    /// Select this robot when the scene loads (its inspector, network and radio view open).
+    #[arg(long, value_name = "ROBOT")]
+    select: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -48,13 +51,16 @@ enum Command {
         /// Switch the radio off (the communication model's system link), to compare.
         #[arg(long)]
         no_radio: bool,
+        /// Print this robot's behaviour network at the end, in the seed's table format.
+        #[arg(long, value_name = "ROBOT")]
+        dump_network: Option<String>,
     },
     /// Validate scene files; prints `ok` or the errors for each.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Benchmark N wandering robots; prints robot_steps_per_s.
+    /// Benchmark N robots (wanderers, or network collectors with --network); prints robot_steps_per_s.
     Bench {
         #[arg(long, default_value_t = 1000)]
         robots: usize,
@@ -65,16 +71,23 @@ enum Command {
         /// Every robot also broadcasts a message each step; prints deliveries_per_s.
         #[arg(long)]
         comms: bool,
+        /// Behaviour-network collectors instead of wanderers, with pens, boxes and stations.
+        #[arg(long)]
+        network: bool,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames))),
-        Some(Command::Run { scene, steps, seed, out, no_radio }) => run(&scene, steps, seed, out.as_deref(), no_radio),
+        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select),
+        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network }) => {
+            run(&scene, steps, seed, out.as_deref(), no_radio, dump_network.as_deref())
+        }
         Some(Command::Check { files }) => check(&files),
-        Some(Command::Bench { robots, steps, seed, comms }) => bench(robots, steps, seed, comms),
+        Some(Command::Bench { robots, steps, seed, comms, network }) => {
+            bench(robots, steps, seed, BenchOptions { comms, network })
+        }
     }
 }
 
@@ -85,7 +98,7 @@ fn load(path: &Path) -> Result<SceneFile, ExitCode> {
     })
 }
 
-fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>) -> ExitCode {
+fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>, select: Option<String>) -> ExitCode {
     let (scene, source) = match scene {
         Some(path) => match load(&path) {
             Ok(s) => (s, SceneSource::File(path)),
@@ -93,7 +106,7 @@ fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>) -> ExitC
         },
         None => (default_scene(), SceneSource::BuiltIn),
     };
-    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot }).run();
+    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot, select }).run();
     if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
@@ -106,11 +119,32 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-fn run(path: &Path, steps: u64, seed: Option<u64>, out: Option<&Path>, no_radio: bool) -> ExitCode {
+fn run(
+    path: &Path,
+    steps: u64,
+    seed: Option<u64>,
+    out: Option<&Path>,
+    no_radio: bool,
+    dump_network: Option<&str>,
+) -> ExitCode {
     let mut scene = match load(path) {
         Ok(s) => s,
         Err(code) => return code,
     };
+    if let Some(robot) = dump_network {
+        let networked = |r: &&crsim::scene::schema::RobotSpec| {
+            matches!(r.controller, crsim::scene::schema::ControllerSpec::Network { .. })
+        };
+        if !scene.robots.iter().filter(networked).any(|r| r.name == robot) {
+            let names: Vec<&str> = scene.robots.iter().filter(networked).map(|r| r.name.as_str()).collect();
+            eprintln!(
+                "--dump-network: {} has no robot {robot:?} of controller kind Network (those it has: {})",
+                path.display(),
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            );
+            return ExitCode::from(2);
+        }
+    }
     if let Some(seed) = seed {
         scene.seed = seed;
     }
@@ -124,6 +158,11 @@ fn run(path: &Path, steps: u64, seed: Option<u64>, out: Option<&Path>, no_radio:
     bar.finish_and_clear();
     let report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
     println!("{}", report.summary());
+    if let Some(robot) = dump_network
+        && let Some(dump) = crsim::network::dump_network(app.world_mut(), robot)
+    {
+        println!("\n{dump}");
+    }
     if let Some(out) = out {
         let json = match serde_json::to_string_pretty(&report) {
             Ok(j) => j,
@@ -160,19 +199,19 @@ fn check(files: &[PathBuf]) -> ExitCode {
     }
 }
 
-fn bench(robots: usize, steps: u64, seed: u64, comms: bool) -> ExitCode {
+fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions) -> ExitCode {
     if robots == 0 || steps == 0 {
         eprintln!("--robots and --steps must be at least 1");
         return ExitCode::from(2);
     }
     let bar = progress_bar(steps);
-    let r = run_bench(robots, steps, seed, comms, |done| bar.set_position(done));
+    let r = run_bench(robots, steps, seed, options, |done| bar.set_position(done));
     bar.finish_and_clear();
     println!("robots: {}", r.robots);
     println!("steps: {}", r.steps);
     println!("wall_time_s: {:.3}", r.wall_time_s);
     println!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
-    if comms {
+    if options.comms {
         println!("deliveries: {}", r.deliveries);
         println!("deliveries_per_s: {:.0}", r.deliveries_per_s);
     }

@@ -32,10 +32,17 @@ fn hash_line(out: &str) -> String {
 
 #[test]
 fn check_accepts_the_shipped_scenes() {
-    let out = crsim(&["check", "scenes/explorer.ron", "scenes/explorers.ron", "scenes/pens.ron", "scenes/swarm.ron"]);
+    let out = crsim(&[
+        "check",
+        "scenes/explorer.ron",
+        "scenes/explorers.ron",
+        "scenes/pens.ron",
+        "scenes/collectors.ron",
+        "scenes/swarm.ron",
+    ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 4, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 5, "{stdout}");
 }
 
 #[test]
@@ -126,6 +133,26 @@ fn bench_reports_robot_steps_per_second() {
     // Every robot broadcasts each step and its neighbours within 2 m hear it.
     assert!(value("deliveries: ") >= 50.0 * 10.0, "{stdout}");
     assert!(value("deliveries_per_s: ") > 0.0);
+    let out = crsim(&["bench", "--robots", "40", "--steps", "10", "--network"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("robot_steps_per_s: "), "{}", text(&out));
+}
+
+#[test]
+fn run_dumps_a_robots_network() {
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "100", "--dump-network", "beta"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("network of beta after 100 ticks"), "{stdout}");
+    assert!(stdout.contains("The Actuator Collection"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("Collecting (S:1.00)")), "{stdout}");
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "10", "--dump-network", "zed"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("no robot \"zed\" of controller kind Network (those it has: alpha, beta, gamma)"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.

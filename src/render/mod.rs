@@ -59,6 +59,22 @@ pub mod palette {
     pub const CONE: Color = Color::srgba(0.20, 0.20, 0.80, 0.45);
 }
 
+/// Selects the robot called `name` whenever a scene loads (`crsim --select NAME`).
+pub fn select_on_load(app: &mut App, name: String) {
+    app.add_systems(
+        Update,
+        (move |robots: Query<(Entity, &Name), With<Robot>>, mut selection: ResMut<Selection>| match robots
+            .iter()
+            .find(|(_, n)| n.as_str() == name)
+        {
+            Some((e, _)) => selection.0 = Some(e),
+            None => warn!("--select: no robot called {name:?} in this scene"),
+        })
+        .run_if(on_message::<SceneLoaded>)
+        .after(rebuild_visuals),
+    );
+}
+
 pub fn plugin(app: &mut App) {
     explore::plugin(app);
     app.init_resource::<Selection>()

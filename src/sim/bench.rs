@@ -11,11 +11,13 @@ use super::SimSet;
 use super::headless::{headless_app, run_in_chunks};
 use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
-use crate::scene::schema::{ControllerSpec, PenSpec, RobotSpec, SceneFile};
+use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, RobotSpec, SceneFile, StationSpec};
 
 /// The benchmark arena for `robots` robots: a square grid, one robot per cell of 1 m, a pen at
-/// every fourth cell corner, random headings from `seed`.
-pub fn bench_scene(robots: usize, seed: u64) -> SceneFile {
+/// every fourth cell corner, random headings from `seed`. With `network`, the robots are
+/// network collectors, with pens at every other corner, a box at one corner in sixteen and a
+/// charging station at another.
+pub fn bench_scene(robots: usize, seed: u64, network: bool) -> SceneFile {
     let side = (robots as f32).sqrt().ceil().max(1.0) as usize;
     let size = side as f32 + 1.0;
     let mut scene = SceneFile::empty(format!("bench-{robots}"), size, size);
@@ -24,10 +26,15 @@ pub fn bench_scene(robots: usize, seed: u64) -> SceneFile {
     for i in 0..robots {
         let (x, y) = ((i % side) as f32 + 0.5, (i / side) as f32 + 0.5);
         let mut r = RobotSpec::new(format!("r{i}"), x, y, rng.random_range(-180.0..180.0));
-        r.controller = ControllerSpec::Wander { speed: 0.8 };
+        r.controller = if network { ControllerSpec::network() } else { ControllerSpec::Wander { speed: 0.8 } };
         scene.robots.push(r);
-        if i % 4 == 0 {
-            scene.pens.push(PenSpec { name: format!("p{i}"), pos: (x + 0.5, y + 0.5), radius: 0.03 });
+        let corner = (x + 0.5, y + 0.5);
+        if network && i % 16 == 2 {
+            scene.boxes.push(BoxSpec { name: format!("b{i}"), center: corner, size: (0.3, 0.3), angle: 0.0 });
+        } else if network && i % 16 == 10 {
+            scene.stations.push(StationSpec { name: format!("s{i}"), pos: corner, radius: 0.2, rate: 5.0 });
+        } else if i % if network { 2 } else { 4 } == 0 {
+            scene.pens.push(PenSpec { name: format!("p{i}"), pos: corner, radius: 0.03 });
         }
     }
     scene
@@ -48,11 +55,28 @@ pub struct BenchResult {
 /// Radio range of the benchmark robots with `--comms`, metres: about a dozen neighbours each.
 pub const BENCH_RADIO_RANGE: f32 = 2.0;
 
-/// Builds the arena, then times `steps` steps (scene building excluded). With `comms`, every
-/// robot also broadcasts a message every step, within [`BENCH_RADIO_RANGE`].
-pub fn run_bench(robots: usize, steps: u64, seed: u64, comms: bool, mut progress: impl FnMut(u64)) -> BenchResult {
-    let mut scene = bench_scene(robots, seed);
-    if comms {
+/// What to benchmark besides wandering robots.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// Every robot also broadcasts a message every step, within [`BENCH_RADIO_RANGE`].
+    pub comms: bool,
+    /// The robots are behaviour-network collectors (see [`bench_scene`]).
+    pub network: bool,
+}
+
+/// Builds the arena, then times `steps` steps (scene building excluded).
+pub fn run_bench(
+    robots: usize,
+    steps: u64,
+    seed: u64,
+    options: BenchOptions,
+    mut progress: impl FnMut(u64),
+) -> BenchResult {
+    let BenchOptions { comms, network } = options;
+    let mut scene = bench_scene(robots, seed, network);
+    // Collectors' claims and the chatter reach the robots around, as a real radio's would;
+    // unlimited range would make every broadcast reach all N robots.
+    if comms || network {
         scene.comms.range = Some(BENCH_RADIO_RANGE);
     }
     let mut app = headless_app(scene, SceneSource::Generated);
@@ -88,9 +112,13 @@ mod tests {
     #[test]
     fn bench_scenes_are_valid() {
         for n in [1, 7, 100, 1000] {
-            let s = bench_scene(n, 3);
-            assert_eq!(s.robots.len(), n);
-            assert_eq!(validate(&s), vec![], "{n} robots");
+            for network in [false, true] {
+                let s = bench_scene(n, 3, network);
+                assert_eq!(s.robots.len(), n);
+                assert_eq!(validate(&s), vec![], "{n} robots");
+            }
         }
+        let s = bench_scene(1000, 3, true);
+        assert_eq!((s.boxes.len(), s.stations.len()), (63, 62));
     }
 }

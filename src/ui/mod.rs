@@ -11,6 +11,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crate::botlink::{BotLink, LinkState, LinkStats};
 use crate::explore::Explorer;
+use crate::network::NetworkController;
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
     AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor, HomeDen, LampState,
@@ -26,6 +27,7 @@ use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 #[derive(Resource, Default)]
 struct OpenField(String);
 
+mod network;
 mod radio;
 
 pub fn plugin(app: &mut App) {
@@ -130,6 +132,13 @@ struct BotManagerView<'w, 's> {
     detail: Query<'w, 's, (&'static Executor, &'static BotLink, Option<&'static UdpEndpoint>, &'static LampState)>,
 }
 
+/// The controllers the panel shows: explorers (editable) and network robots.
+#[derive(SystemParam)]
+struct ControllerViews<'w, 's> {
+    explorers: Query<'w, 's, &'static mut Explorer>,
+    networks: Query<'w, 's, &'static NetworkController>,
+}
+
 fn control_panel(
     mut contexts: EguiContexts,
     mut clock: ResMut<SimClock>,
@@ -145,7 +154,7 @@ fn control_panel(
     names: Query<&Name>,
     pens: Query<Has<Boxed>, With<Pen>>,
     mut bots: BotManagerView,
-    mut explorers: Query<&mut Explorer>,
+    mut controllers: ControllerViews,
     mut radio_view: RadioView,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
@@ -166,7 +175,9 @@ fn control_panel(
             ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
-            explorer_section(ui, &mut explorers, &selection);
+            explorer_section(ui, &mut controllers.explorers, &selection);
+            ui.separator();
+            network::network_section(ui, selection.0.and_then(|e| controllers.networks.get(e).ok()), &names);
             ui.separator();
             radio::radio_section(
                 ui,
