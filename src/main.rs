@@ -8,9 +8,11 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crsim::botlink::remote::Remote;
 use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
+use crsim::sim::SimTime;
 use crsim::sim::bench::{BenchOptions, run_bench};
-use crsim::sim::headless::{headless_app, run_in_chunks};
+use crsim::sim::headless::{headless_app, run_in_chunks, run_steps};
 use crsim::sim::report::build_report;
 
 /// crsim: a cooperative multi-robot simulator.
@@ -54,6 +56,9 @@ enum Command {
         /// Print this robot's behaviour network at the end, in the seed's table format.
         #[arg(long, value_name = "ROBOT")]
         dump_network: Option<String>,
+        /// Step at real-time speed instead of as fast as possible (for remote clients).
+        #[arg(long)]
+        realtime: bool,
     },
     /// Validate scene files; prints `ok` or the errors for each.
     Check {
@@ -81,8 +86,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select),
-        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network }) => {
-            run(&scene, steps, seed, out.as_deref(), no_radio, dump_network.as_deref())
+        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime }) => {
+            let options =
+                RunOptions { seed, out: out.as_deref(), no_radio, dump_network: dump_network.as_deref(), realtime };
+            run(&scene, steps, options)
         }
         Some(Command::Check { files }) => check(&files),
         Some(Command::Bench { robots, steps, seed, comms, network }) => {
@@ -119,14 +126,17 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-fn run(
-    path: &Path,
-    steps: u64,
+/// `crsim run`'s options.
+struct RunOptions<'a> {
     seed: Option<u64>,
-    out: Option<&Path>,
+    out: Option<&'a Path>,
     no_radio: bool,
-    dump_network: Option<&str>,
-) -> ExitCode {
+    dump_network: Option<&'a str>,
+    realtime: bool,
+}
+
+fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
+    let RunOptions { seed, out, no_radio, dump_network, realtime } = options;
     let mut scene = match load(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -152,9 +162,35 @@ fn run(
         scene.comms.link = false;
     }
     let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
+    let mut remotes = app.world_mut().query::<(&Name, &Remote)>();
+    for (name, remote) in remotes.iter(app.world()) {
+        match (&remote.error, remote.http, remote.ws) {
+            (Some(e), _, _) => eprintln!("{e}"),
+            (None, Some(http), Some(ws)) => println!("remote robot {name}: http://{http}/api/move  ws://{ws}"),
+            _ => {}
+        }
+    }
     let bar = progress_bar(steps);
     let start = Instant::now();
-    run_in_chunks(&mut app, steps, 100, |done| bar.set_position(done));
+    if realtime {
+        // Keep simulated time level with the wall clock: run the steps that are due, then wait.
+        let dt = app.world().resource::<SimTime>().dt_exact;
+        let mut done = 0;
+        while done < steps {
+            let due = ((start.elapsed().as_secs_f64() / dt) as u64).min(steps);
+            if due > done {
+                run_steps(&mut app, due - done);
+                done = due;
+                bar.set_position(done);
+            } else {
+                // Updates without steps keep the servers' replies flowing.
+                app.update();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    } else {
+        run_in_chunks(&mut app, steps, 100, |done| bar.set_position(done));
+    }
     bar.finish_and_clear();
     let report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
     println!("{}", report.summary());

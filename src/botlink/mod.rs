@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use bevy::prelude::*;
 
 pub mod packet;
+pub mod remote;
 pub mod udp;
 
 use packet::{Command, decode, encode};
@@ -146,6 +147,7 @@ pub struct BotRenamed {
 }
 
 pub(super) fn plugin(app: &mut App) {
+    remote::plugin(app);
     app.init_resource::<LinkStats>()
         .init_resource::<udp::UpdateAllSocket>()
         .add_observer(announce_added)

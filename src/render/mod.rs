@@ -78,13 +78,20 @@ pub fn select_on_load(app: &mut App, name: String) {
 pub fn plugin(app: &mut App) {
     explore::plugin(app);
     app.init_resource::<Selection>()
+        .init_resource::<ViewFit>()
         .init_resource::<Partner>()
         .insert_resource(PanelWidth(320.0))
         .insert_resource(ClearColor(palette::BACKGROUND))
         .add_systems(Startup, spawn_camera)
         .add_systems(
             Update,
-            ((rebuild_visuals, fit_camera).run_if(on_message::<SceneLoaded>), pan_zoom_and_pick, draw_world).chain(),
+            (
+                rebuild_visuals.run_if(on_message::<SceneLoaded>),
+                fit_camera.run_if(on_message::<SceneLoaded>.or_eager(panel_resized)),
+                pan_zoom_and_pick,
+                draw_world,
+            )
+                .chain(),
         );
 }
 
@@ -127,12 +134,28 @@ fn rebuild_visuals(
 }
 
 /// Centres the arena in the area right of the panel.
+/// How the world view was last fitted: to which panel width, and whether the user has panned or
+/// zoomed since (then a panel resize leaves the view alone).
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq)]
+pub struct ViewFit {
+    pub panel: f32,
+    pub manual: bool,
+}
+
+/// The panel's width changed (its content got wider or narrower) and the view is still the
+/// automatic fit: fit again so the arena is not hidden under the panel.
+fn panel_resized(fit: Res<ViewFit>, panel: Res<PanelWidth>) -> bool {
+    !fit.manual && (fit.panel - panel.0).abs() > 1.0
+}
+
 fn fit_camera(
     arena: Res<Arena>,
     panel: Res<PanelWidth>,
+    mut fit: ResMut<ViewFit>,
     window: Single<&Window, With<PrimaryWindow>>,
     camera: Single<(&mut Transform, &mut Projection), With<WorldCamera>>,
 ) {
+    *fit = ViewFit { panel: panel.0, manual: false };
     let (mut transform, mut projection) = camera.into_inner();
     let (w, h) = (window.width().max(1.0), window.height().max(1.0));
     let free_w = (w - panel.0).max(100.0);
@@ -162,6 +185,7 @@ fn pan_zoom_and_pick(
     mut partner: ResMut<Partner>,
     keys: Res<ButtonInput<KeyCode>>,
     panel: Res<PanelWidth>,
+    mut fit: ResMut<ViewFit>,
     mut drag: Local<DragState>,
 ) {
     let (cam, cam_global, mut cam_transform, mut projection) = camera.into_inner();
@@ -180,6 +204,7 @@ fn pan_zoom_and_pick(
         };
         let before = cursor.and_then(|c| cam.viewport_to_world_2d(cam_global, c).ok());
         let factor = 0.85f32.powf(lines);
+        fit.manual = true;
         ortho.scale = (ortho.scale * factor).clamp(1e-4, 10.0);
         if let Some(p) = before {
             let centre = cam_transform.translation.truncate();
@@ -200,6 +225,9 @@ fn pan_zoom_and_pick(
     if dragging && let (Some(last), Some(now)) = (drag.last, cursor) {
         let delta = now - last;
         drag.moved += delta.length();
+        if delta != Vec2::ZERO {
+            fit.manual = true;
+        }
         // Screen y grows downwards, world y upwards.
         cam_transform.translation.x -= delta.x * ortho.scale;
         cam_transform.translation.y += delta.y * ortho.scale;

@@ -175,7 +175,8 @@ pub fn spawn_robot(
         ControllerSpec::Idle
         | ControllerSpec::External { .. }
         | ControllerSpec::Explorer { .. }
-        | ControllerSpec::Network { .. } => {}
+        | ControllerSpec::Network { .. }
+        | ControllerSpec::Remote { .. } => {}
         ControllerSpec::Drive { linear, angular } => {
             entity.insert(ConstantDrive { linear, angular: angular.to_radians() });
         }

@@ -138,8 +138,17 @@ pub(super) fn sense_bump(
                 let n = m.normal();
                 Some(if pair.collider1() == Some(entity) { n } else { -n })
             });
+            // Without a contact point yet, the nearest point of the other body (a long wall's
+            // centre can lie far to the side of where the robot meets it).
+            let only = |e: Entity| e == other;
+            let nearest = || {
+                ctx.project_point(pos, robot.radius + 1.0, true, QueryFilter::default().predicate(&only))
+                    .map(|(_, p)| p.point - pos)
+                    .filter(|d| d.length_squared() > 1e-12)
+            };
             let towards = normal
                 .filter(|n| n.length_squared() > 0.5)
+                .or_else(nearest)
                 .or_else(|| positions.get(other).ok().map(|t| t.translation.truncate() - pos))
                 .unwrap_or(Vec2::X);
             wrap_angle(towards.y.atan2(towards.x) - heading)

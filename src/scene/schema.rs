@@ -243,6 +243,17 @@ pub enum ControllerSpec {
         #[serde(default)]
         sonar: bool,
     },
+    /// Driven by outside clients in the VirtualRobot (WEnv) protocol: HTTP `POST /api/move` on
+    /// port `http` and WebSocket on port `ws` (0 picks a free port), in the `protocol` of 2023
+    /// (default), 2022 or 2021.
+    Remote {
+        #[serde(default = "default_http_port")]
+        http: u16,
+        #[serde(default = "default_ws_port")]
+        ws: u16,
+        #[serde(default)]
+        protocol: crate::botlink::remote::Dialect,
+    },
     /// The behaviour network of seed 001: collects pens into boxes and recharges when low.
     Network {
         /// Steps a subject stays in the network after its object was last seen.
@@ -485,6 +496,12 @@ fn default_camera_range() -> f32 {
 }
 fn default_period() -> u32 {
     1
+}
+fn default_http_port() -> u16 {
+    8090
+}
+fn default_ws_port() -> u16 {
+    8091
 }
 fn default_forget_after() -> u32 {
     25

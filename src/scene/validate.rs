@@ -372,6 +372,11 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
                 e(format!("Wander speed must be in (0, 1] (a fraction of max_speed), got {speed}"));
             }
         }
+        ControllerSpec::Remote { http, ws, .. } => {
+            if http == ws && http != 0 {
+                e(format!("Remote http and ws ports must differ, both are {http}"));
+            }
+        }
         ControllerSpec::Network { forget_after, low_power, full_power } => {
             if forget_after == 0 {
                 e("Network forget_after must be at least 1 step".into());
@@ -458,6 +463,25 @@ fn check_botlink(scene: &SceneFile, err: &mut Report) {
                 err(me, format!("UDP port {port} is already used by {other}"));
             } else {
                 ports.insert(port, me);
+            }
+        }
+    }
+    // TCP ports of remote robots (HTTP and WebSocket) must not collide with each other.
+    let mut tcp: HashMap<u16, String> = HashMap::new();
+    for r in &scene.robots {
+        if let ControllerSpec::Remote { http, ws, .. } = r.controller {
+            for (what, port) in [("HTTP", http), ("WebSocket", ws)] {
+                if port == 0 {
+                    continue;
+                }
+                let me = format!("robot \"{}\"", r.name);
+                if let Some(other) = tcp.get(&port) {
+                    if *other != me {
+                        err(me, format!("{what} port {port} is already used by {other}"));
+                    }
+                } else {
+                    tcp.insert(port, me);
+                }
             }
         }
     }

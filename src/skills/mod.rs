@@ -11,7 +11,7 @@ pub mod skill;
 pub use executor::{Assignment, GroupTaken, SkillExecutor, SkillFacade, SkillNote};
 pub use skill::{
     Blink, Follow, Grip, Lamp, MoveAhead, MoveFor, MoveTo, Release, Skill, SkillContext, SkillGroup, SkillStatus, Stop,
-    TurnBy, TurnTo, Velocity,
+    TurnBy, TurnFor, TurnTo, Velocity,
 };
 
 use crate::botlink::Outbox;

@@ -261,6 +261,51 @@ impl Skill for TurnTo {
     }
 }
 
+/// Turn on the spot by an angle (radians, positive to the left) over a given time, landing on
+/// the heading when the time is up (the VirtualRobot's timed quarter turns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TurnFor {
+    pub angle: f32,
+    pub seconds: f32,
+    target: Option<f32>,
+    elapsed: f32,
+}
+
+impl TurnFor {
+    pub fn new(angle: f32, seconds: f32) -> Self {
+        Self { angle, seconds, target: None, elapsed: 0.0 }
+    }
+}
+
+impl Skill for TurnFor {
+    skill_meta!("TurnFor", Move);
+    fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
+        self.target = Some(ctx.heading + self.angle);
+        self.elapsed = 0.0;
+        let rate = (self.angle / self.seconds.max(ctx.period)).clamp(-ctx.max_turn, ctx.max_turn);
+        vec![Command::Move { linear: 0.0, angular: rate }]
+    }
+    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+        let target = *self.target.get_or_insert(ctx.heading + self.angle);
+        self.elapsed += ctx.period;
+        let err = wrap_angle(target - ctx.heading);
+        let time_up = self.elapsed + 1e-6 >= self.seconds;
+        if err.abs() <= HEADING_TOLERANCE {
+            return (halt(), if time_up { SkillStatus::Done } else { SkillStatus::Running });
+        }
+        // What is left of the angle over what is left of the time, so the last tick lands.
+        let left = (self.seconds - self.elapsed).max(ctx.period);
+        let rate = (err / left).clamp(-ctx.max_turn, ctx.max_turn);
+        (vec![Command::Move { linear: 0.0, angular: rate }], SkillStatus::Running)
+    }
+    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
+        halt()
+    }
+    fn same_as(&self, other: &dyn Skill) -> bool {
+        other.as_any().downcast_ref::<TurnFor>().is_some_and(|o| (o.angle, o.seconds) == (self.angle, self.seconds))
+    }
+}
+
 /// Turn on the spot by an angle (radians, positive to the left) from the heading at entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TurnBy {

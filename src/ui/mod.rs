@@ -8,6 +8,7 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
+use crate::botlink::remote::Remote;
 use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crate::botlink::{BotLink, LinkState, LinkStats};
 use crate::explore::Explorer;
@@ -137,6 +138,7 @@ struct BotManagerView<'w, 's> {
 struct ControllerViews<'w, 's> {
     explorers: Query<'w, 's, &'static mut Explorer>,
     networks: Query<'w, 's, &'static NetworkController>,
+    remotes: Query<'w, 's, (Entity, &'static Name, &'static Remote)>,
 }
 
 fn control_panel(
@@ -175,6 +177,7 @@ fn control_panel(
             ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
+            remote_section(ui, &controllers.remotes, &mut selection);
             explorer_section(ui, &mut controllers.explorers, &selection);
             ui.separator();
             network::network_section(ui, selection.0.and_then(|e| controllers.networks.get(e).ok()), &names);
@@ -284,6 +287,48 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
         if ui.selectable_label(selection.0 == Some(e), text).clicked() {
             selection.0 = Some(e);
         }
+    }
+}
+
+/// Robots driven in the VirtualRobot protocol: where to reach them, who is connected, what was
+/// asked and answered.
+fn remote_section(ui: &mut egui::Ui, remotes: &Query<(Entity, &Name, &Remote)>, selection: &mut Selection) {
+    if remotes.is_empty() {
+        return;
+    }
+    ui.separator();
+    ui.heading("Remote control (VirtualRobot)");
+    for (e, name, r) in remotes {
+        let running = match r.session.running() {
+            Some((mv, true)) => format!("{}, collided", mv.as_str()),
+            Some((mv, false)) => mv.as_str().to_string(),
+            None => "idle".to_string(),
+        };
+        let head = format!("{name}: {running}  ({:?})", r.session.dialect);
+        if ui.selectable_label(selection.0 == Some(e), head).clicked() {
+            selection.0 = Some(e);
+        }
+        match (&r.error, r.http, r.ws) {
+            (Some(err), _, _) => {
+                ui.label(egui::RichText::new(err).small().color(egui::Color32::from_rgb(220, 60, 50)));
+            }
+            (None, Some(http), Some(ws)) => {
+                ui.label(egui::RichText::new(format!("http://{http}/api/move   ws://{ws}")).monospace().small());
+            }
+            _ => {}
+        }
+        ui.label(
+            egui::RichText::new(format!(
+                "clients: {} websocket, {} http waiting   requests {}  errors {}  watchdog stops {}",
+                r.ws_clients, r.held_requests, r.session.requests, r.session.errors, r.session.watchdog_stops
+            ))
+            .small(),
+        );
+        egui::CollapsingHeader::new(format!("last requests and replies of {name}")).id_salt(e).show(ui, |ui| {
+            for line in r.session.log.iter().rev().take(16) {
+                ui.label(egui::RichText::new(line).monospace().small());
+            }
+        });
     }
 }
 
@@ -428,7 +473,7 @@ fn inspector(
             row("udp", format!("{} {peer}", ep.local));
         }
         for group in SkillGroup::ALL {
-            let running = executor.0.running(group).map_or("empty".to_string(), |s| format!("{s:?}"));
+            let running = executor.0.running(group).map_or("empty".to_string(), |s| s.name().to_string());
             row(&format!("{} slot", group.name()), running);
         }
     });

@@ -1,0 +1,327 @@
+//! Remote control in the VirtualRobot protocol, tested with real HTTP (ureq) and WebSocket
+//! (tungstenite) clients against a headless crsim on free ports: every move and reply shape,
+//! collisions with target names, interruption by alarm, notallowed, sonar events, malformed
+//! bodies, many clients at once, and the watchdog.
+
+use std::net::SocketAddr;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use serde_json::Value;
+
+use crsim::botlink::remote::{Dialect, Remote};
+use crsim::robot::pose;
+use crsim::scene::schema::ControllerSpec;
+use crsim::scene::{SceneSource, load_scene_file};
+use crsim::sim::SimTime;
+use crsim::sim::headless::{headless_app, run_steps};
+
+type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
+
+/// The 2023 room with the robot's servers on free ports, in `dialect`.
+fn wenv(dialect: Dialect) -> (App, SocketAddr, SocketAddr) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join("wenv.ron");
+    let (mut scene, _) = load_scene_file(&path).unwrap();
+    scene.robots[0].controller = ControllerSpec::Remote { http: 0, ws: 0, protocol: dialect };
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let world = app.world_mut();
+    let mut q = world.query::<&Remote>();
+    let r = q.single(world).unwrap();
+    let (http, ws) = (r.http.unwrap(), r.ws.unwrap());
+    (app, http, ws)
+}
+
+/// Steps the simulation at about real-time speed while `client` runs on its own thread, and
+/// returns what it returns.
+fn drive<T: Send + 'static>(app: &mut App, client: impl FnOnce() -> T + Send + 'static) -> T {
+    let handle = thread::spawn(client);
+    let start = Instant::now();
+    while !handle.is_finished() {
+        run_steps(app, 1);
+        thread::sleep(Duration::from_millis(2));
+        assert!(start.elapsed() < Duration::from_secs(60), "client did not finish");
+    }
+    // Let the servers' last words reach the clients.
+    for _ in 0..5 {
+        run_steps(app, 1);
+    }
+    handle.join().unwrap()
+}
+
+fn post(http: SocketAddr, body: &str) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut response = agent
+        .post(&format!("http://{http}/api/move"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("the server answers");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}")))
+}
+
+fn connect(ws: SocketAddr) -> Ws {
+    let (socket, _) = tungstenite::connect(format!("ws://{ws}")).expect("websocket connects");
+    if let tungstenite::stream::MaybeTlsStream::Plain(s) = socket.get_ref() {
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    }
+    socket
+}
+
+/// Messages received within `wait`.
+fn receive(socket: &mut Ws, wait: Duration) -> Vec<Value> {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while start.elapsed() < wait {
+        match socket.read() {
+            Ok(tungstenite::Message::Text(t)) => out.push(serde_json::from_str(&t).unwrap()),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    out
+}
+
+fn send(socket: &mut Ws, text: &str) {
+    socket.send(tungstenite::Message::text(text.to_string())).unwrap();
+}
+
+fn robot_y(app: &mut App) -> f32 {
+    let world = app.world_mut();
+    let mut q = world.query_filtered::<&Transform, With<Remote>>();
+    pose(q.single(world).unwrap()).0.y
+}
+
+#[test]
+fn forward_from_home_ends_in_the_open_or_hits_wall_down() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let y0 = robot_y(&mut app);
+    let (reply, events) = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        let reply = post(http, r#"{"robotmove":"moveForward","time":"1300"}"#);
+        (reply, receive(&mut socket, Duration::from_millis(200)))
+    });
+    assert_eq!(reply, (200, serde_json::json!({"endmove":"true","move":"moveForward"})));
+    assert!(events.contains(&serde_json::json!({"endmove":"true","move":"moveForward"})), "{events:?}");
+    // 1.3 s at 12 units/s.
+    let moved = y0 - robot_y(&mut app);
+    assert!((moved - 15.6).abs() < 0.3, "moved {moved}");
+    // Back to HOME's row is not needed: 2200 ms from HOME is longer than the way to wallDown.
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let started = app.world().resource::<SimTime>().seconds();
+    let (reply, events) = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        let reply = post(http, r#"{"robotmove":"moveForward","time":2200}"#);
+        (reply, receive(&mut socket, Duration::from_millis(200)))
+    });
+    assert_eq!(reply, (200, serde_json::json!({"endmove":"false","move":"moveForward-collision"})));
+    assert_eq!(events[0], serde_json::json!({"collision":"moveForward","target":"wallDown"}), "{events:?}");
+    let y = robot_y(&mut app);
+    assert!((y - 2.36).abs() < 0.1, "stopped at the wall, y = {y}");
+    let _ = started;
+}
+
+fn heading_deg(app: &mut App) -> f32 {
+    let world = app.world_mut();
+    let mut q = world.query_filtered::<&Transform, With<Remote>>();
+    pose(q.single(world).unwrap()).1.to_degrees()
+}
+
+#[test]
+fn turns_are_quarter_turns_and_reply_when_done() {
+    let (mut app, http, _) = wenv(Dialect::Vr2023);
+    assert!((heading_deg(&mut app) + 90.0).abs() < 0.01);
+    let reply = drive(&mut app, move || post(http, r#"{"robotmove":"turnLeft","time":300}"#));
+    assert_eq!(reply, (200, serde_json::json!({"endmove":"true","move":"turnLeft"})));
+    assert!(heading_deg(&mut app).abs() < 0.5, "facing east after a left turn: {}", heading_deg(&mut app));
+    let reply = drive(&mut app, move || {
+        post(http, r#"{"robotmove":"turnRight","time":"400"}"#);
+        post(http, r#"{"robotmove":"turnRight","time":"400"}"#)
+    });
+    assert_eq!(reply.1["move"], "turnRight");
+    assert!((heading_deg(&mut app).abs() - 180.0).abs() < 0.5, "{}", heading_deg(&mut app));
+    // Backward from facing west moves east.
+    let x0 = {
+        let world = app.world_mut();
+        let mut q = world.query_filtered::<&Transform, With<Remote>>();
+        pose(q.single(world).unwrap()).0.x
+    };
+    let reply = drive(&mut app, move || post(http, r#"{"robotmove":"moveBackward","time":250}"#));
+    assert_eq!(reply.1, serde_json::json!({"endmove":"true","move":"moveBackward"}));
+    let world = app.world_mut();
+    let mut q = world.query_filtered::<&Transform, With<Remote>>();
+    let x = pose(q.single(world).unwrap()).0.x;
+    assert!((x - x0 - 3.0).abs() < 0.2, "moved {}", x - x0);
+}
+
+#[test]
+fn alarm_interrupts_and_a_second_move_is_not_allowed() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let (first, second, third, alarm, events) = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        // Turn towards the open room first, then move until stopped.
+        post(http, r#"{"robotmove":"turnLeft","time":300}"#);
+        let mover = thread::spawn(move || post(http, r#"{"robotmove":"moveForward","time":-1}"#));
+        thread::sleep(Duration::from_millis(150));
+        let second = post(http, r#"{"robotmove":"turnLeft","time":300}"#);
+        send(&mut socket, r#"{"robotmove":"turnRight","time":300}"#);
+        // The WebSocket move was refused and halted the running one (VR23 since June 2023).
+        let first = mover.join().unwrap();
+        let third = thread::spawn(move || post(http, r#"{"robotmove":"moveForward","time":-1}"#));
+        thread::sleep(Duration::from_millis(150));
+        let alarm = post(http, r#"{"robotmove":"alarm","time":10}"#);
+        (first, second, third.join().unwrap(), alarm, receive(&mut socket, Duration::from_millis(200)))
+    });
+    assert_eq!(second, (200, serde_json::json!({"endmove":"notallowed","move":"turnLeft"})));
+    assert_eq!(first.1, serde_json::json!({"endmove":"false","move":"moveForward-interrupted"}));
+    assert_eq!(third.1, serde_json::json!({"endmove":"false","move":"moveForward-interrupted"}));
+    assert_eq!(alarm.1, serde_json::json!({"endmove":"true","move":"halt"}));
+    let expect = [
+        r#"{"endmove":"true","move":"turnLeft"}"#,
+        r#"{"endmove":"notallowed","move":"turnLeft"}"#,
+        r#"{"endmove":"false","move":"turnRight_notallowed (asynch)"}"#,
+        r#"{"endmove":"false","move":"moveForward-interrupted"}"#,
+    ];
+    let got: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    for e in expect {
+        assert!(got.contains(&e.to_string()), "{e} not in {got:#?}");
+    }
+    // Every result went to the WebSocket client, the halt reply only to its request.
+    assert!(!got.iter().any(|g| g.contains("\"halt\"")), "{got:#?}");
+}
+
+#[test]
+fn sonar_events_while_in_the_beam() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let events = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        post(http, r#"{"robotmove":"turnLeft","time":300}"#);
+        // 400 ms east: from x = 3.1 to 7.9, under sonar1 at x = 7.75.
+        post(http, r#"{"robotmove":"moveForward","time":400}"#);
+        receive(&mut socket, Duration::from_millis(1200))
+    });
+    let sonar: Vec<&Value> = events.iter().filter(|e| e.get("sonarName").is_some()).collect();
+    assert!(!sonar.is_empty(), "{events:?}");
+    // trunc(19.68 - 23.3): WEnv's y points down, the robot is below the sonar.
+    assert_eq!(*sonar[0], serde_json::json!({"sonarName":"sonar1","distance":-3,"axis":"y"}));
+}
+
+#[test]
+fn bad_requests_get_clear_json_errors_and_the_robot_carries_on() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let (replies, ws_errors, after, not_found) = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        let replies: Vec<(u16, Value)> = [
+            "this is not json",
+            r#"{"robotmove":"jump","time":100}"#,
+            r#"{"robotmove":"moveForward","time":"soon"}"#,
+            r#"{"robotmove":"moveForward","time":-20}"#,
+            r#"{"time":100}"#,
+        ]
+        .iter()
+        .map(|b| post(http, b))
+        .collect();
+        send(&mut socket, "{broken");
+        let ws_errors = receive(&mut socket, Duration::from_millis(200));
+        let after = post(http, r#"{"robotmove":"turnLeft","time":100}"#);
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut r = agent.get(&format!("http://{http}/")).call().unwrap();
+        let not_found = (r.status().as_u16(), r.body_mut().read_to_string().unwrap());
+        (replies, ws_errors, after, not_found)
+    });
+    for (status, reply) in &replies {
+        assert_eq!(*status, 400, "{reply}");
+        assert_eq!(reply["move"], "unknown");
+    }
+    assert_eq!(replies[0].1["endmove"], "JSON error");
+    assert!(replies[1].1["error"].as_str().unwrap().contains("unknown move \"jump\""), "{:?}", replies[1]);
+    assert!(replies[2].1["error"].as_str().unwrap().contains("bad time"), "{:?}", replies[2]);
+    assert!(replies[3].1["error"].as_str().unwrap().contains("-20"), "{:?}", replies[3]);
+    assert!(replies[4].1["error"].as_str().unwrap().contains("robotmove is missing"), "{:?}", replies[4]);
+    assert_eq!(ws_errors.len(), 1, "{ws_errors:?}");
+    assert_eq!(ws_errors[0]["endmove"], "JSON error");
+    assert_eq!(after.1, serde_json::json!({"endmove":"true","move":"turnLeft"}));
+    assert_eq!(not_found.0, 404);
+    assert!(not_found.1.contains("POST /api/move"), "{}", not_found.1);
+    let world = app.world_mut();
+    let mut q = world.query::<&Remote>();
+    assert_eq!(q.single(world).unwrap().session.errors, 6);
+}
+
+#[test]
+fn a_hundred_websocket_clients_and_a_thousand_requests() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let (halts, seen) = drive(&mut app, move || {
+        let mut sockets: Vec<Ws> = (0..100).map(|_| connect(ws)).collect();
+        thread::sleep(Duration::from_millis(300));
+        // 1,000 requests from 20 threads at once: alarms, answered at once.
+        let workers: Vec<_> = (0..20)
+            .map(|_| {
+                thread::spawn(move || {
+                    (0..50).map(|_| post(http, r#"{"robotmove":"alarm","time":10}"#)).filter(|r| r.0 == 200).count()
+                })
+            })
+            .collect();
+        let halts: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        // One move, seen by every client.
+        post(http, r#"{"robotmove":"turnLeft","time":100}"#);
+        let end = serde_json::json!({"endmove":"true","move":"turnLeft"});
+        let seen = sockets
+            .iter_mut()
+            .filter_map(|s| receive(s, Duration::from_millis(20)).contains(&end).then_some(()))
+            .count();
+        (halts, seen)
+    });
+    assert_eq!(halts, 1000);
+    assert_eq!(seen, 100);
+}
+
+#[test]
+fn the_watchdog_stops_an_unbounded_move_when_the_last_client_leaves() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join("wenv.ron");
+    let (mut scene, _) = load_scene_file(&path).unwrap();
+    scene.robots[0].controller = ControllerSpec::Remote { http: 0, ws: 0, protocol: Dialect::Vr2023 };
+    scene.botlink.watchdog = 0.5;
+    // Facing east along the top of the room: a long way to go.
+    scene.robots[0].pose.2 = 0.0;
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let ws = {
+        let world = app.world_mut();
+        let mut q = world.query::<&Remote>();
+        q.single(world).unwrap().ws.unwrap()
+    };
+    drive(&mut app, move || {
+        let mut socket = connect(ws);
+        send(&mut socket, r#"{"robotmove":"moveForward","time":-1}"#);
+        thread::sleep(Duration::from_millis(100));
+        socket.close(None).unwrap();
+        // Read until the server has seen the close.
+        while socket.read().is_ok() {}
+    });
+    let start = app.world().resource::<SimTime>().seconds();
+    for _ in 0..100 {
+        run_steps(&mut app, 1);
+        thread::sleep(Duration::from_millis(1));
+    }
+    let world = app.world_mut();
+    let mut q = world.query::<(&Remote, &Transform)>();
+    let (remote, t) = q.single(world).unwrap();
+    assert_eq!(remote.session.watchdog_stops, 1, "{:#?}", remote.session.log);
+    assert_eq!(remote.session.running(), None);
+    assert!(remote.session.log.iter().any(|l| l.contains("watchdog: no client for 0.5 s, moveForward stopped")));
+    let x = pose(t).0.x;
+    assert!(x < 29.0, "stopped in the open, x = {x}, {} s after the client left", start);
+}
+
+#[test]
+fn the_2022_dialect_answers_a_collision_at_once() {
+    let (mut app, http, _) = wenv(Dialect::Vr2022);
+    let reply = drive(&mut app, move || post(http, r#"{"robotmove":"moveForward","time":5000}"#));
+    assert_eq!(reply, (200, serde_json::json!({"collision":"moveForward","target":"wallDown"})));
+    assert!(app.world().resource::<SimTime>().seconds() < 2.0);
+    let reply = drive(&mut app, move || post(http, r#"{"robotmove":"turnLeft","time":300}"#));
+    assert_eq!(reply.1, serde_json::json!({"endmove":true,"move":"turnLeft"}));
+}
