@@ -47,6 +47,8 @@ pub struct AppPlugin {
     pub screenshot: Option<(std::path::PathBuf, u32)>,
     /// Select the robot of this name whenever a scene loads.
     pub select: Option<String>,
+    /// Remote robots speak this VirtualRobot dialect instead of their scene's.
+    pub protocol: Option<botlink::remote::Dialect>,
 }
 
 impl Plugin for AppPlugin {
@@ -57,7 +59,8 @@ impl Plugin for AppPlugin {
         }))
         .add_plugins(bevy_egui::EguiPlugin::default())
         .add_plugins(SimPlugin)
-        .insert_resource(sim::SimClock::real_time());
+        .insert_resource(sim::SimClock::real_time())
+        .insert_resource(botlink::remote::DialectOverride(self.protocol));
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
         scene::hot_reload::plugin(app);
         render::plugin(app);

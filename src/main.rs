@@ -8,7 +8,8 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crsim::botlink::remote::Remote;
+use crsim::botlink::remote::{Dialect, Remote};
+use crsim::scene::schema::ControllerSpec;
 use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
 use crsim::sim::SimTime;
 use crsim::sim::bench::{BenchOptions, run_bench};
@@ -34,6 +35,10 @@ struct Cli {
     /// Select this robot when the scene loads (its inspector, network and radio view open).
     #[arg(long, value_name = "ROBOT")]
     select: Option<String>,
+    /// Remote robots speak the VirtualRobot protocol of this year (2021, 2022 or 2023) instead
+    /// of their scene's, for old clients.
+    #[arg(long, value_name = "YEAR")]
+    protocol: Option<Dialect>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,6 +64,9 @@ enum Command {
         /// Step at real-time speed instead of as fast as possible (for remote clients).
         #[arg(long)]
         realtime: bool,
+        /// Remote robots speak the VirtualRobot protocol of this year (2021, 2022 or 2023).
+        #[arg(long, value_name = "YEAR")]
+        protocol: Option<Dialect>,
     },
     /// Validate scene files; prints `ok` or the errors for each.
     Check {
@@ -85,10 +93,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select),
-        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime }) => {
-            let options =
-                RunOptions { seed, out: out.as_deref(), no_radio, dump_network: dump_network.as_deref(), realtime };
+        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, cli.protocol),
+        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime, protocol }) => {
+            let dump_network = dump_network.as_deref();
+            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, protocol };
             run(&scene, steps, options)
         }
         Some(Command::Check { files }) => check(&files),
@@ -105,7 +113,12 @@ fn load(path: &Path) -> Result<SceneFile, ExitCode> {
     })
 }
 
-fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>, select: Option<String>) -> ExitCode {
+fn open_app(
+    scene: Option<PathBuf>,
+    screenshot: Option<(PathBuf, u32)>,
+    select: Option<String>,
+    protocol: Option<Dialect>,
+) -> ExitCode {
     let (scene, source) = match scene {
         Some(path) => match load(&path) {
             Ok(s) => (s, SceneSource::File(path)),
@@ -113,7 +126,7 @@ fn open_app(scene: Option<PathBuf>, screenshot: Option<(PathBuf, u32)>, select: 
         },
         None => (default_scene(), SceneSource::BuiltIn),
     };
-    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot, select }).run();
+    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol }).run();
     if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
@@ -133,10 +146,11 @@ struct RunOptions<'a> {
     no_radio: bool,
     dump_network: Option<&'a str>,
     realtime: bool,
+    protocol: Option<Dialect>,
 }
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime } = options;
+    let RunOptions { seed, out, no_radio, dump_network, realtime, protocol } = options;
     let mut scene = match load(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -160,6 +174,13 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     }
     if no_radio {
         scene.comms.link = false;
+    }
+    if let Some(dialect) = protocol {
+        for r in &mut scene.robots {
+            if let ControllerSpec::Remote { protocol, .. } = &mut r.controller {
+                *protocol = dialect;
+            }
+        }
     }
     let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
     let mut remotes = app.world_mut().query::<(&Name, &Remote)>();

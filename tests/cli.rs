@@ -39,10 +39,11 @@ fn check_accepts_the_shipped_scenes() {
         "scenes/pens.ron",
         "scenes/collectors.ron",
         "scenes/swarm.ron",
+        "scenes/wenv.ron",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 5, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 6, "{stdout}");
 }
 
 #[test]
@@ -136,6 +137,24 @@ fn bench_reports_robot_steps_per_second() {
     let out = crsim(&["bench", "--robots", "40", "--steps", "10", "--network"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("robot_steps_per_s: "), "{}", text(&out));
+}
+
+#[test]
+fn run_serves_remote_robots_in_the_protocol_asked_for() {
+    let dir = temp_dir("protocol");
+    let scene = std::fs::read_to_string("scenes/wenv.ron").unwrap().replace("http: 8090, ws: 8091", "http: 0, ws: 0");
+    let path = dir.join("wenv.ron");
+    std::fs::write(&path, scene).unwrap();
+    let json = dir.join("m.json");
+    let (p, j) = (path.to_string_lossy().to_string(), json.to_string_lossy().to_string());
+    let out = crsim(&["run", &p, "--steps", "20", "--protocol", "2022", "--out", &j]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("remote robot wenvbot: http://127.0.0.1:"), "{}", text(&out));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(m["remote"]["robots"][0]["protocol"], "Vr2022");
+    let out = crsim(&["run", &p, "--steps", "20", "--protocol", "2031"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("unknown protocol \"2031\": use 2021, 2022 or 2023"), "{}", text(&out));
 }
 
 #[test]

@@ -40,6 +40,11 @@ const AHEAD: f32 = std::f32::consts::FRAC_PI_3;
 #[derive(Resource, Default)]
 pub struct RemoteServers(pub Vec<((String, u16, u16), Endpoint)>);
 
+/// Every remote robot speaks this dialect, whatever its scene says (`--protocol`); kept across
+/// scene reloads.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DialectOverride(pub Option<Dialect>);
+
 /// A remote-controlled robot.
 #[derive(Component, Debug)]
 pub struct Remote {
@@ -59,6 +64,7 @@ pub struct Remote {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<RemoteServers>()
+        .init_resource::<DialectOverride>()
         .add_systems(PreUpdate, open_servers.run_if(on_message::<SceneLoaded>).after(SceneSystems))
         .add_systems(FixedUpdate, drive_remote_robots.in_set(SimSet::Think))
         .world_mut()
@@ -73,6 +79,7 @@ fn open_servers(
     mut commands: Commands,
     active: Res<ActiveScene>,
     mut servers: ResMut<RemoteServers>,
+    forced: Res<DialectOverride>,
     robots: Query<(Entity, &Name, &ControllerKind)>,
 ) {
     let address = active.scene.botlink.address.clone();
@@ -82,7 +89,7 @@ fn open_servers(
     let mut wanted: Vec<(Entity, &Name, u16, u16, Dialect)> = robots
         .iter()
         .filter_map(|(e, n, k)| match k.0 {
-            ControllerSpec::Remote { http, ws, protocol } => Some((e, n, http, ws, protocol)),
+            ControllerSpec::Remote { http, ws, protocol } => Some((e, n, http, ws, forced.0.unwrap_or(protocol))),
             _ => None,
         })
         .collect();
@@ -139,6 +146,10 @@ fn drive_remote_robots(
     names: Query<&Name>,
     sonars: Query<(Entity, &Name, &Transform, &Sonar)>,
 ) {
+    if robots.is_empty() {
+        bumps.clear();
+        return;
+    }
     let now = time.seconds();
     let bumped: Vec<BumpEvent> = bumps.read().copied().collect();
     for (entity, robot, transform, bump, mut remote, mut request) in &mut robots {
@@ -268,6 +279,7 @@ fn report_section(world: &mut World) -> Option<(String, Value)> {
         .map(|(n, r)| {
             json!({
                 "name": n.as_str(),
+                "protocol": format!("{:?}", r.session.dialect),
                 "http": r.http.map(|a| a.to_string()),
                 "ws": r.ws.map(|a| a.to_string()),
                 "requests": r.session.requests,

@@ -26,6 +26,20 @@ pub enum Dialect {
     Vr2023,
 }
 
+impl std::str::FromStr for Dialect {
+    type Err = String;
+
+    /// `2021`, `2022`, `2023` (or `vr2021`, `Vr2022`, …).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().trim_start_matches("vr") {
+            "2021" | "21" => Ok(Dialect::Vr2021),
+            "2022" | "22" => Ok(Dialect::Vr2022),
+            "2023" | "23" => Ok(Dialect::Vr2023),
+            _ => Err(format!("unknown protocol {s:?}: use 2021, 2022 or 2023")),
+        }
+    }
+}
+
 /// The five move names of cril.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MoveName {
