@@ -68,7 +68,7 @@ enum Command {
         #[arg(long, value_name = "YEAR")]
         protocol: Option<Dialect>,
     },
-    /// Validate scene files; prints `ok` or the errors for each.
+    /// Validate scene files and network structure files; prints `ok` or the errors for each.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -240,8 +240,14 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
 fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = 0;
     for f in files {
-        match load_scene_file(f) {
-            Ok(_) => println!("{}: ok", f.display()),
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let result = if crsim::network::structure::is_structure_text(&text) {
+            crsim::network::parse_network(&text, &f.display().to_string()).map(|_| ())
+        } else {
+            load_scene_file(f).map(|_| ()).map_err(|e| e.to_string())
+        };
+        match result {
+            Ok(()) => println!("{}: ok", f.display()),
             Err(e) => {
                 bad += 1;
                 println!("{e}");
@@ -251,7 +257,7 @@ fn check(files: &[PathBuf]) -> ExitCode {
     if bad == 0 {
         ExitCode::SUCCESS
     } else {
-        eprintln!("{bad} of {} scene files have errors", files.len());
+        eprintln!("{bad} of {} files have errors", files.len());
         ExitCode::FAILURE
     }
 }

@@ -40,10 +40,11 @@ fn check_accepts_the_shipped_scenes() {
         "scenes/collectors.ron",
         "scenes/swarm.ron",
         "scenes/wenv.ron",
+        "assets/network.ron",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 6, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 7, "{stdout}");
 }
 
 #[test]
@@ -58,9 +59,14 @@ fn check_reports_every_bad_file_and_fails() {
           robots: [(name: \"a\", pose: (0.5, 0.5, 0.0)), (name: \"a\", pose: (1.5, 0.5, 0.0), den: \"nest\")])",
     )
     .unwrap();
+    let network = dir.join("network.ron");
+    let shipped = std::fs::read_to_string("assets/network.ron").unwrap();
+    std::fs::write(&network, shipped.replace("(from: \"Turn\", to: \"Angle\"", "(from: \"Turn\", to: \"Angel\""))
+        .unwrap();
     let s = syntax.to_string_lossy().to_string();
     let m = semantic.to_string_lossy().to_string();
-    let out = crsim(&["check", &s, "scenes/pens.ron", &m, "/no/such.ron"]);
+    let n = network.to_string_lossy().to_string();
+    let out = crsim(&["check", &s, "scenes/pens.ron", &m, "/no/such.ron", &n]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let all = text(&out);
     assert!(all.contains(&format!("{s}:3:")), "{all}");
@@ -69,7 +75,8 @@ fn check_reports_every_bad_file_and_fails() {
     assert!(all.contains(&format!("{m}: robot \"a\": den \"nest\" does not exist")), "{all}");
     assert!(all.contains(&format!("{m}: den \"d\": not near a wall")), "{all}");
     assert!(all.contains("/no/such.ron: cannot read"), "{all}");
-    assert!(all.contains("3 of 4 scene files have errors"), "{all}");
+    assert!(all.contains(&format!("{n}: link \"Turn\" -> \"Angel\": \"Angel\" is not a node")), "{all}");
+    assert!(all.contains("4 of 5 files have errors"), "{all}");
 }
 
 #[test]

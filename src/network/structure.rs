@@ -174,6 +174,15 @@ pub fn parse_network(text: &str, path: &str) -> Result<NetworkStructure, String>
     }
 }
 
+/// Whether a RON text is a network structure (its first item, after comments, is
+/// `NetworkStructure(`) rather than a scene.
+pub fn is_structure_text(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("//"))
+        .is_some_and(|l| l.starts_with("NetworkStructure"))
+}
+
 /// The shipped structure.
 pub fn default_network() -> NetworkStructure {
     parse_network(DEFAULT_NETWORK, "assets/network.ron").expect("the shipped structure is checked by tests")
