@@ -21,6 +21,12 @@ fn named(app: &mut App, name: &str) -> Entity {
     q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
 }
 
+/// The text of the shipped structure file.
+fn shipped_network() -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join("network.ron"))
+        .unwrap()
+}
+
 fn controller(app: &App, e: Entity) -> &NetworkController {
     app.world().get::<NetworkController>(e).expect("a network robot")
 }
@@ -164,9 +170,7 @@ fn the_network_dump_is_in_the_seeds_format() {
 fn a_bad_structure_file_is_a_scene_error() {
     let dir = std::env::temp_dir().join(format!("crsim-net-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let shipped =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join("network.ron"))
-            .unwrap();
+    let shipped = shipped_network();
     std::fs::write(
         dir.join("net.ron"),
         shipped.replace("(from: \"Move\", to: \"Speed\"", "(from: \"Move\", to: \"Gripe\""),
@@ -194,9 +198,7 @@ fn editing_the_structure_file_reloads_the_scene() {
     use crsim::scene::{ActiveScene, SceneStatus, hot_reload};
     let dir = std::env::temp_dir().join(format!("crsim-net-hot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let shipped =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets").join("network.ron"))
-            .unwrap();
+    let shipped = shipped_network();
     std::fs::write(dir.join("net.ron"), &shipped).unwrap();
     let path = dir.join("scene.ron");
     std::fs::write(

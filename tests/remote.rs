@@ -224,6 +224,9 @@ fn bad_requests_get_clear_json_errors_and_the_robot_carries_on() {
         .iter()
         .map(|b| post(http, b))
         .collect();
+        let long = format!("{{\"robotmove\":\"turnLeft\",\"time\":100,\"pad\":\"{}\"}}", "x".repeat(100_000));
+        let too_long = post(http, &long);
+        assert_eq!(too_long.0, 413, "{too_long:?}");
         send(&mut socket, "{broken");
         let ws_errors = receive(&mut socket, Duration::from_millis(200));
         let after = post(http, r#"{"robotmove":"turnLeft","time":100}"#);

@@ -4,6 +4,7 @@
 //! answers back: a held HTTP request waits for its reply, WebSocket clients get every broadcast.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -54,6 +55,8 @@ impl Drop for Endpoint {
 }
 
 const POLL: Duration = Duration::from_millis(10);
+/// A move request is a few dozen bytes; longer bodies are refused unread.
+const MAX_BODY: u64 = 64 * 1024;
 
 fn cors(response: tiny_http::Response<std::io::Cursor<Vec<u8>>>) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
     let header = |k: &str, v: &str| tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("ASCII header");
@@ -159,11 +162,15 @@ fn handle_http(mut request: tiny_http::Request, id: u64, tx: &Sender<Inbound>, h
         (tiny_http::Method::Options, _) => json_response(200, &json!({})),
         (tiny_http::Method::Post, "/api/move") => {
             let mut body = String::new();
-            if let Err(e) = request.as_reader().read_to_string(&mut body) {
-                let _ = request.respond(json_response(
-                    400,
-                    &json!({"endmove": "false", "move": "unknown", "error": format!("cannot read the body: {e}")}),
-                ));
+            let read = request.as_reader().take(MAX_BODY + 1).read_to_string(&mut body);
+            let problem = match read {
+                Err(e) => Some((400, format!("cannot read the body: {e}"))),
+                Ok(n) if n as u64 > MAX_BODY => Some((413, format!("the body is longer than {MAX_BODY} bytes"))),
+                Ok(_) => None,
+            };
+            if let Some((status, why)) = problem {
+                let _ = request
+                    .respond(json_response(status, &json!({"endmove": "false", "move": "unknown", "error": why})));
                 return;
             }
             let (reply_tx, reply_rx) = channel();
