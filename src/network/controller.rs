@@ -80,7 +80,7 @@ pub struct NetworkController {
     /// The object of each subject kind (Box, Pen, Station).
     pub tracked: [Option<Tracked>; 3],
     /// Where a box was last seen, for searching with a pen in the gripper.
-    pub known: [Option<Vec2>; 3],
+    pub known_box: Option<Vec2>,
     /// Where the charging stations are: their places are known, as a docking station's is.
     pub stations: Vec<Vec2>,
     search: Wander,
@@ -90,6 +90,8 @@ pub struct NetworkController {
     was_holding: Option<Entity>,
     was_charging: bool,
     pub last: Outputs,
+    /// The pen it is going for this step: the tracked pen while it holds none and Pen leads.
+    pub pursuing: Option<Entity>,
     pub stats: CollectStats,
 }
 
@@ -99,7 +101,7 @@ impl NetworkController {
             brain,
             forget_after: u64::from(forget_after),
             tracked: [None, None, None],
-            known: [None, None, None],
+            known_box: None,
             stations: Vec::new(),
             search,
             claims: HashMap::new(),
@@ -107,16 +109,9 @@ impl NetworkController {
             was_holding: None,
             was_charging: false,
             last: Outputs::default(),
+            pursuing: None,
             stats: CollectStats::default(),
         }
-    }
-
-    /// The pen it is going for: the tracked pen while it holds none and Pen leads.
-    pub fn pursued_pen(&self) -> Option<Entity> {
-        let pen = self.tracked[SubjectKind::Pen as usize].as_ref()?;
-        (!self.brain.net.get("GripSensor").is_some_and(|n| n.degree > 0.5)
-            && self.brain.leader() == Some(SubjectKind::Pen))
-        .then_some(pen.entity)
     }
 
     /// Whether a pen is claimed by another robot that is closer to it than `distance` (ties go
@@ -258,7 +253,7 @@ pub(super) fn think(
                 }
                 nc.tracked[slot] = Some(Tracked { entity, position, last_seen: now });
                 if kind == SubjectKind::Box {
-                    nc.known[slot] = Some(position);
+                    nc.known_box = Some(position);
                 }
             } else if nc.tracked[slot].as_ref().is_some_and(|t| now.saturating_sub(t.last_seen) > nc.forget_after) {
                 nc.tracked[slot] = None;
@@ -279,12 +274,14 @@ pub(super) fn think(
             nc.stats.claims_sent += 1;
         }
 
-        let carry = carry_point(transform, robot, gripper);
+        // Only a held pen can go into a box.
         let mut over_box = false;
-        ctx.intersect_point(carry, box_filter, |_| {
-            over_box = true;
-            false
-        });
+        if grip.holding.is_some() {
+            ctx.intersect_point(carry_point(transform, robot, gripper), box_filter, |_| {
+                over_box = true;
+                false
+            });
+        }
         let percepts = Percepts {
             power: power.level,
             on_station: power.charging,
@@ -297,6 +294,11 @@ pub(super) fn think(
         };
         let outputs = nc.brain.tick(&percepts);
         nc.last = outputs;
+        let leader = nc.brain.leader();
+        nc.pursuing = nc.tracked[pen_slot]
+            .as_ref()
+            .filter(|_| grip.holding.is_none() && leader == Some(SubjectKind::Pen))
+            .map(|t| t.entity);
 
         // Bookkeeping for the metrics.
         if power.charging && !nc.was_charging && nc.brain.charging {
@@ -313,7 +315,6 @@ pub(super) fn think(
 
         // Motion: the network's command, the back-off after bumping into a robot or a wall (or a
         // box it is not bringing a pen to), or the search.
-        let leader = nc.brain.leader();
         let blocked = bump.bumped
             && bump.touching.iter().any(|e| match kinds.get(*e) {
                 Ok(Seeable::Pen) => false,
@@ -326,7 +327,7 @@ pub(super) fn think(
                 let goal = if nc.brain.charging {
                     nc.stations.iter().copied().min_by(|a, b| a.distance(pos).total_cmp(&b.distance(pos)))
                 } else if grip.holding.is_some() {
-                    nc.known[SubjectKind::Box as usize]
+                    nc.known_box
                 } else {
                     None
                 };

@@ -67,7 +67,7 @@ fn record_progress(
 ) {
     let mut targets = std::mem::take(&mut progress.targets);
     targets.clear();
-    targets.extend(collectors.iter().filter_map(NetworkController::pursued_pen));
+    targets.extend(collectors.iter().filter_map(|nc| nc.pursuing));
     targets.sort_unstable();
     let distinct = targets.chunk_by(|a, b| a == b).count();
     progress.duplicate_steps += (targets.len() - distinct) as u64;

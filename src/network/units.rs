@@ -95,6 +95,8 @@ pub struct Blueprint {
     pub roles: Vec<Role>,
     /// The node of each subject kind, if the structure has one.
     pub subjects: [Option<NodeId>; 3],
+    /// The control node whose leading subject is the robot's (Move).
+    pub mover: Option<NodeId>,
     pub speed: Option<NodeId>,
     pub angle: Option<NodeId>,
     pub gripper: Option<NodeId>,
@@ -107,6 +109,7 @@ impl Blueprint {
         let find = |r: Role| roles.iter().position(|x| *x == r);
         Self {
             subjects: SubjectKind::ALL.map(|k| find(Role::Subject(k))),
+            mover: find(Role::Move),
             speed: find(Role::Speed),
             angle: find(Role::Angle),
             gripper: find(Role::Gripper),
@@ -204,11 +207,13 @@ pub struct Brain {
     pub params: BrainParams,
     /// The charging task is on.
     pub charging: bool,
+    /// The subject that led Move in the last tick.
+    leader: Option<SubjectKind>,
 }
 
 impl Brain {
     pub fn new(blueprint: Arc<Blueprint>, params: BrainParams) -> Self {
-        Self { net: Network::new(Arc::clone(&blueprint.catalog)), blueprint, params, charging: false }
+        Self { net: Network::new(Arc::clone(&blueprint.catalog)), blueprint, params, charging: false, leader: None }
     }
 
     /// Whether the subject node of a kind exists.
@@ -231,7 +236,14 @@ impl Brain {
     pub fn tick(&mut self, p: &Percepts) -> Outputs {
         self.charging = if self.charging { p.power < self.params.full_power } else { p.power <= self.params.low_power };
         let (bp, params, charging) = (&*self.blueprint, self.params, self.charging);
-        self.net.tick(|id, mean, inputs| unit(bp.roles[id], mean, inputs, p, &params, charging, &bp.roles));
+        let mut leader = None;
+        self.net.tick(|id, mean, inputs| {
+            if Some(id) == bp.mover {
+                leader = leading(inputs, &bp.roles, params.lead).map(|l| l.0);
+            }
+            unit(bp.roles[id], mean, inputs, p, &params, charging, &bp.roles)
+        });
+        self.leader = leader;
         let level = |id: Option<NodeId>| match id.and_then(|i| self.net.node(i)).map(|n| n.signal) {
             Some(Signal::Level(x)) => Some(x),
             _ => None,
@@ -239,22 +251,9 @@ impl Brain {
         Outputs { speed: level(bp.speed), turn: level(bp.angle), grip: level(bp.gripper).unwrap_or(0.0) }
     }
 
-    /// The subject currently leading the control nodes, if any.
+    /// The subject that led the control nodes (Move) in the last tick, if any.
     pub fn leader(&self) -> Option<SubjectKind> {
-        let bp = &*self.blueprint;
-        let mut best: Option<(f32, SubjectKind)> = None;
-        for l in &self.net.links {
-            if let (Role::Subject(k), Role::Move | Role::Turn) = (bp.roles[l.from], bp.roles[l.to])
-                && let Some(n) = self.net.node(l.from)
-                && matches!(n.signal, Signal::Track { .. })
-            {
-                let strength = l.weight * n.degree;
-                if strength >= self.params.lead && best.is_none_or(|(s, _)| strength > s) {
-                    best = Some((strength, k));
-                }
-            }
-        }
-        best.map(|b| b.1)
+        self.leader
     }
 }
 

@@ -132,11 +132,6 @@ fn open_servers(
     servers.0 = keep;
 }
 
-/// Answers an HTTP request that never reaches the session (a bad body).
-fn reply_now(reply: &Sender<Value>, v: Value) {
-    let _ = reply.send(v);
-}
-
 #[allow(clippy::type_complexity)]
 fn drive_remote_robots(
     time: Res<SimTime>,
@@ -170,7 +165,7 @@ fn drive_remote_robots(
                                 remote.session.errors += 1;
                                 warn!("remote {}: http #{id}: {e}", remote.key.1);
                                 remote.session.note(format!("{:>8.2} s  http #{id}  error: {e}", now));
-                                reply_now(&reply, e.reply());
+                                let _ = reply.send(e.reply());
                             }
                         }
                     }

@@ -260,20 +260,18 @@ impl Session {
     }
 
     fn start(&mut self, req: Request, origin: Origin, now: f64, out: &mut Vec<Effect>) {
-        let duration = req.time_ms.map(|t| t / 1000.0);
+        let mut duration = req.time_ms.map(|t| t / 1000.0);
         let motion = match req.mv {
             MoveName::MoveForward => Motion::Straight(1.0),
             MoveName::MoveBackward => Motion::Straight(-1.0),
             MoveName::TurnLeft | MoveName::TurnRight => {
-                let side = if req.mv == MoveName::TurnLeft { 1.0 } else { -1.0 };
+                // A turn always ends: -1 or 0 ms take the default time.
                 let secs = duration.filter(|d| *d > 0.0).unwrap_or(DEFAULT_TURN_S);
-                Motion::Turn(side, secs)
+                duration = Some(secs);
+                Motion::Turn(if req.mv == MoveName::TurnLeft { 1.0 } else { -1.0 }, secs)
             }
-            MoveName::Alarm => unreachable!("alarm never starts a move"),
-        };
-        let duration = match req.mv {
-            MoveName::TurnLeft | MoveName::TurnRight => Some(duration.filter(|d| *d > 0.0).unwrap_or(DEFAULT_TURN_S)),
-            _ => duration,
+            // `request` answers alarms itself; they never start a move.
+            MoveName::Alarm => return,
         };
         self.running = Some(Running { mv: req.mv, origin, started: now, duration, state: State::Moving });
         out.push(Effect::Drive(motion));

@@ -44,7 +44,7 @@ pub struct Endpoint {
     pub inbound: Mutex<Receiver<Inbound>>,
     clients: Clients,
     /// HTTP requests waiting for their reply.
-    pub held: Arc<AtomicU64>,
+    held: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
@@ -139,14 +139,15 @@ impl Endpoint {
 }
 
 fn serve_http(server: tiny_http::Server, tx: Sender<Inbound>, stop: Arc<AtomicBool>, held: Arc<AtomicU64>) {
-    let next = AtomicU64::new(1);
+    let mut next = 1u64;
     while !stop.load(Ordering::Relaxed) {
         let request = match server.recv_timeout(Duration::from_millis(50)) {
             Ok(Some(r)) => r,
             Ok(None) => continue,
             Err(_) => break,
         };
-        let id = next.fetch_add(1, Ordering::Relaxed);
+        let id = next;
+        next += 1;
         let (tx, held, stop) = (tx.clone(), Arc::clone(&held), Arc::clone(&stop));
         // One thread per request: a move's reply is held until the move ends.
         let _ = thread::Builder::new().name("http-request".into()).spawn(move || {
