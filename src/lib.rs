@@ -3,41 +3,35 @@
 //! [`SimPlugin`] is the headless core: scenes, the fixed-step environment loop, the physical
 //! world and the robots. [`AppPlugin`] adds the window, drawing and the egui control panel on
 //! top; the simulation never depends on them.
+//!
+//! The folders are floors, and a folder imports only folders below it:
+//!
+//! | floor | folders | what lives there |
+//! |---|---|---|
+//! | top | `ui/`, `render/` | the control panel; drawing (presentation only) |
+//! | 4 | `run/` | scene loading, physics initialisation, headless runner, bench, report, hot reload |
+//! | 3 | `control/` | every controller: simple, explorer, behaviour network, remote |
+//! | 2 | `skills/` | skill slots and executors between controllers and the bot link |
+//! | 1 | `botlink/`, `comms/` | the bot manager and its packets; the radio |
+//! | 0 | `world/`, `robot/` | the arena and its objects; the robot's body, sensors and actuators |
+//! | ground | `scene/`, `sim/` | scene types and pure functions; system sets, clock, streams, hash |
 
 use bevy::prelude::*;
 
 pub mod botlink;
 pub mod comms;
-pub mod explore;
-pub mod network;
+pub mod control;
 pub mod render;
 pub mod robot;
+pub mod run;
 pub mod scene;
 pub mod sim;
 pub mod skills;
 pub mod ui;
 pub mod world;
 
+pub use run::SimPlugin;
 use scene::{PendingScene, SceneFile, SceneSource};
-
-/// The simulation without any presentation. Needs Bevy's time, task pool and transform plugins
-/// (`MinimalPlugins` + `TransformPlugin`, or `DefaultPlugins`).
-pub struct SimPlugin;
-
-impl Plugin for SimPlugin {
-    fn build(&self, app: &mut App) {
-        app.init_resource::<sim::report::ReportSections>();
-        sim::plugin(app);
-        scene::plugin(app);
-        world::plugin(app);
-        robot::plugin(app);
-        skills::plugin(app);
-        botlink::plugin(app);
-        comms::plugin(app);
-        explore::plugin(app);
-        network::plugin(app);
-    }
-}
 
 /// The desktop app: a window on `scene`, drawn, with the control panel and hot reload.
 pub struct AppPlugin {
@@ -48,7 +42,7 @@ pub struct AppPlugin {
     /// Select the robot of this name whenever a scene loads.
     pub select: Option<String>,
     /// Remote robots speak this VirtualRobot dialect instead of their scene's.
-    pub protocol: Option<botlink::remote::Dialect>,
+    pub protocol: Option<scene::schema::Dialect>,
 }
 
 impl Plugin for AppPlugin {
@@ -60,9 +54,9 @@ impl Plugin for AppPlugin {
         .add_plugins(bevy_egui::EguiPlugin::default())
         .add_plugins(SimPlugin)
         .insert_resource(sim::SimClock::real_time())
-        .insert_resource(botlink::remote::DialectOverride(self.protocol));
+        .insert_resource(control::remote::DialectOverride(self.protocol));
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
-        scene::hot_reload::plugin(app);
+        run::hot_reload::plugin(app);
         render::plugin(app);
         if let Some(name) = &self.select {
             render::select_on_load(app, name.clone());

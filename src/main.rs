@@ -8,13 +8,13 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crsim::botlink::remote::{Dialect, Remote};
-use crsim::scene::schema::ControllerSpec;
+use crsim::control::remote::Remote;
+use crsim::run::bench::{BenchOptions, run_bench};
+use crsim::run::headless::{headless_app, run_in_chunks, run_steps};
+use crsim::run::report::build_report;
+use crsim::scene::schema::{ControllerSpec, Dialect};
 use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
 use crsim::sim::SimTime;
-use crsim::sim::bench::{BenchOptions, run_bench};
-use crsim::sim::headless::{headless_app, run_in_chunks, run_steps};
-use crsim::sim::report::build_report;
 
 /// crsim: a cooperative multi-robot simulator.
 ///
@@ -216,7 +216,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     let report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
     println!("{}", report.summary());
     if let Some(robot) = dump_network
-        && let Some(dump) = crsim::network::dump_network(app.world_mut(), robot)
+        && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
     {
         println!("\n{dump}");
     }
@@ -241,8 +241,8 @@ fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = 0;
     for f in files {
         let text = std::fs::read_to_string(f).unwrap_or_default();
-        let result = if crsim::network::structure::is_structure_text(&text) {
-            crsim::network::parse_network(&text, &f.display().to_string()).map(|_| ())
+        let result = if crsim::scene::network::is_structure_text(&text) {
+            crsim::scene::network::parse_network(&text, &f.display().to_string()).map(|_| ())
         } else {
             load_scene_file(f).map(|_| ()).map_err(|e| e.to_string())
         };

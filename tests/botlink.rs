@@ -6,36 +6,23 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use bevy::prelude::*;
 
+use common::{named, pose_of, robot};
 use crsim::botlink::packet::{Command, ErrorCode, UPDATE_ALL_SLOTS, UpdateSlot, decode, encode, id};
 use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crsim::botlink::{BotAdded, BotLink, BotRemoved, BotRenamed, LinkChanged, LinkState, LinkStats};
-use crsim::robot::{Gripper, LampState, pose};
+use crsim::robot::{Gripper, LampState};
+use crsim::run::headless::{headless_app, run_steps};
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource};
 use crsim::sim::SimTime;
-use crsim::sim::headless::{headless_app, run_steps};
 use crsim::skills::{
     Blink, EmergencyStop, Executor, Grip, MoveAhead, MoveFor, SkillCompleted, SkillFacade, SkillGroup, SkillRequest,
     SkillStarted, TurnBy, Velocity,
 };
-
-fn named(app: &mut App, name: &str) -> Entity {
-    let world = app.world_mut();
-    let mut q = world.query::<(Entity, &Name)>();
-    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-fn position(app: &App, e: Entity) -> (Vec2, f32) {
-    pose(app.world().get::<Transform>(e).unwrap())
-}
-
-fn robot(name: &str, x: f32, y: f32, heading: f32, controller: ControllerSpec) -> RobotSpec {
-    let mut r = RobotSpec::new(name, x, y, heading);
-    r.controller = controller;
-    r
-}
 
 /// Records every observer event of the skill system and the bot manager.
 #[derive(Resource, Default, Clone)]
@@ -109,7 +96,7 @@ fn skills_start_complete_and_replace_with_observer_events() {
     run_steps(&mut app, 100);
     // 0.3 m at 0.3 m/s: done after about 1 s, with its exit action stopping the drive.
     assert_eq!(log.take(), vec!["completed MoveAhead replaced=false"]);
-    let (p, _) = position(&app, r);
+    let (p, _) = pose_of(&app, r);
     assert!((p.x - 0.8).abs() < 0.005, "x = {}", p.x);
     assert!(app.world().get::<Executor>(r).unwrap().0.running(SkillGroup::Move).is_none());
     // The same skill again is ignored; a different one replaces it at once.
@@ -122,7 +109,7 @@ fn skills_start_complete_and_replace_with_observer_events() {
     // Turning 90° through the skill system.
     request(&mut app, r, SkillFacade::with(TurnBy::new(std::f32::consts::FRAC_PI_2)));
     run_steps(&mut app, 60);
-    let (_, heading) = position(&app, r);
+    let (_, heading) = pose_of(&app, r);
     assert!((heading.to_degrees() - 90.0).abs() < 1.0, "heading {}", heading.to_degrees());
     assert_eq!(log.take(), vec!["started TurnBy Move", "completed TurnBy replaced=false"]);
 }
@@ -142,7 +129,7 @@ fn the_executor_ticks_every_20_ms_of_simulated_time() {
     run_steps(&mut app, 1);
     assert_eq!(log.take(), vec!["completed MoveFor replaced=false"]);
     // The drive ran for the 20 steps between entry and exit: 0.1 s at 0.2 m/s.
-    let (p, _) = position(&app, r);
+    let (p, _) = pose_of(&app, r);
     assert!((p.x - 0.52).abs() < 0.002, "x = {}", p.x);
 }
 
@@ -161,14 +148,14 @@ fn emergency_stop_stops_every_robot_and_opens_every_gripper() {
     assert!(app.world().get::<Gripper>(holder).unwrap().holding.is_some());
     app.world_mut().resource_mut::<EmergencyStop>().engaged = true;
     run_steps(&mut app, 2);
-    let before = (position(&app, holder).0, position(&app, runner).0);
+    let before = (pose_of(&app, holder).0, pose_of(&app, runner).0);
     run_steps(&mut app, 50);
-    assert!(position(&app, holder).0.distance(before.0) < 1e-4);
-    assert!(position(&app, runner).0.distance(before.1) < 1e-4, "the Drive controller is held off too");
+    assert!(pose_of(&app, holder).0.distance(before.0) < 1e-4);
+    assert!(pose_of(&app, runner).0.distance(before.1) < 1e-4, "the Drive controller is held off too");
     assert!(app.world().get::<Gripper>(holder).unwrap().holding.is_none());
     app.world_mut().resource_mut::<EmergencyStop>().engaged = false;
     run_steps(&mut app, 25);
-    assert!(position(&app, runner).0.x > before.1.x + 0.1, "released: the controller drives again");
+    assert!(pose_of(&app, runner).0.x > before.1.x + 0.1, "released: the controller drives again");
 }
 
 /// A UDP client in the test, talking to a headless scene stepped between packets.
@@ -205,7 +192,7 @@ fn external_scene() -> SceneFile {
 }
 
 fn endpoint(app: &App, e: Entity) -> SocketAddr {
-    app.world().get::<UdpEndpoint>(e).expect("bound").local
+    app.world().get::<UdpEndpoint>(e).and_then(|ep| ep.local).expect("bound")
 }
 
 fn state(app: &App, e: Entity) -> LinkState {
@@ -239,7 +226,7 @@ fn a_udp_client_drives_a_robot_across_the_arena_and_reads_its_status() {
     // Commands act in the step they arrive: 440 steps of 20 ms at 0.4 m/s is 3.52 m east. The
     // last status was taken when the last command arrived, 22 steps before the end.
     assert!((s.x - (0.5 + 418.0 * 0.008)).abs() < 0.005, "status x = {}", s.x);
-    assert!((position(&app, r).0.x - 4.02).abs() < 0.005, "x = {}", position(&app, r).0.x);
+    assert!((pose_of(&app, r).0.x - 4.02).abs() < 0.005, "x = {}", pose_of(&app, r).0.x);
     // Stop at the pen, grip it, and read it back in the status.
     client.send(addr, &encode(&Command::Move { linear: 0.0, angular: 0.0 }));
     run_steps(&mut app, 1);
@@ -257,7 +244,7 @@ fn a_udp_client_drives_a_robot_across_the_arena_and_reads_its_status() {
     let ids: Vec<u16> = link.recent.iter().map(|c| c.command.id()).collect();
     assert!(ids.ends_with(&[id::MOVE, id::GRIP, id::LAMP]), "{ids:?}");
     // The robot driven from inside never noticed any of it.
-    assert_eq!(position(&app, local).0, Vec2::new(0.5, 0.5));
+    assert_eq!(pose_of(&app, local).0, Vec2::new(0.5, 0.5));
 }
 
 #[test]
@@ -274,14 +261,14 @@ fn the_watchdog_drops_a_silent_robot_to_connecting_and_stops_it() {
     // Silence: after 2 s of simulated time (100 steps) the link drops, never to offline.
     run_steps(&mut app, 99);
     assert_eq!(state(&app, r), LinkState::Online);
-    let moving = position(&app, r).0.x;
+    let moving = pose_of(&app, r).0.x;
     assert!(moving > 0.9);
     run_steps(&mut app, 2);
     assert_eq!(state(&app, r), LinkState::Connecting);
     assert_eq!(log.take(), vec!["link Connecting -> Online", "link Online -> Connecting"]);
-    let stopped = position(&app, r).0.x;
+    let stopped = pose_of(&app, r).0.x;
     run_steps(&mut app, 50);
-    assert!((position(&app, r).0.x - stopped).abs() < 0.01, "stopped safely");
+    assert!((pose_of(&app, r).0.x - stopped).abs() < 0.01, "stopped safely");
     // A packet brings it back online; an explicit disconnect makes it offline.
     client.send(addr, &encode(&Command::Ping));
     run_steps(&mut app, 1);
@@ -361,15 +348,15 @@ fn update_all_drives_several_robots_and_refuses_a_sixth_slot() {
             .any(|c| matches!(c, Command::Error { code: ErrorCode::UnknownBot, reason } if reason.contains("slot 4"))),
         "robot 1 is driven from inside: {replies:?}"
     );
-    assert!((position(&app, r0).0.x - 0.5 - 0.2 * 0.98).abs() < 0.01);
-    assert!((position(&app, r2).1 - 0.98).abs() < 0.02, "turned 1 rad/s for 0.98 s");
+    assert!((pose_of(&app, r0).0.x - 0.5 - 0.2 * 0.98).abs() < 0.01);
+    assert!((pose_of(&app, r2).1 - 0.98).abs() < 0.02, "turned 1 rad/s for 0.98 s");
     assert!(app.world().get::<LampState>(r0).unwrap().on);
     // Six slots are refused with an error packet; nothing moves.
     let mut six = encode(&Command::UpdateAll(slots));
     six.extend(six[4..15].to_vec());
     six[2] = 66;
     client.send(addr, &six);
-    let before = position(&app, r2).1;
+    let before = pose_of(&app, r2).1;
     run_steps(&mut app, 1);
     match client.reply() {
         Command::Error { code, reason } => {
@@ -379,5 +366,5 @@ fn update_all_drives_several_robots_and_refuses_a_sixth_slot() {
         other => panic!("expected an error, got {other:?}"),
     }
     // The turn command of the earlier packet still runs; the refused one changed nothing.
-    assert!((position(&app, r2).1 - before - 0.02).abs() < 0.005);
+    assert!((pose_of(&app, r2).1 - before - 0.02).abs() < 0.005);
 }

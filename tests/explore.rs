@@ -1,20 +1,17 @@
 //! The cautious explorer (seed 002) in a running headless simulation: the seed's three test
 //! plans, the whole explorer room, the sonar option and the random walk.
 
+mod common;
+
 use bevy::prelude::*;
 
-use crsim::explore::{Cell, CellState, ExploreCollision, Explorer, Move, Phase, ground_truth, return_path};
+use common::named;
+use crsim::control::explore::{Cell, CellState, ExploreCollision, Explorer, Move, Phase, ground_truth, return_path};
+use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{ActiveScene, SceneSource, load_scene_file};
 use crsim::sim::SimTime;
-use crsim::sim::headless::{headless_app, run_steps};
-use crsim::sim::report::build_report;
-
-fn named(app: &mut App, name: &str) -> Entity {
-    let world = app.world_mut();
-    let mut q = world.query::<(Entity, &Name)>();
-    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
-}
 
 fn explorer(app: &App, e: Entity) -> &Explorer {
     app.world().get::<Explorer>(e).expect("an explorer")
@@ -96,7 +93,7 @@ fn seed_plan_2_the_map_after_hitting_an_obstacle() {
     assert_eq!(explorer(&app, ex).plan, vec![Move::Left, Move::Right, Move::Forward]);
     run_each_step_until(&mut app, 2000, |app| explorer(app, ex).phase == Phase::Outbound);
     let e = explorer(&app, ex);
-    assert_eq!((e.cell, e.dir, e.stats.returns), (Cell::new(0, 0), crsim::explore::Dir::South, 1));
+    assert_eq!((e.cell, e.dir, e.stats.returns), (Cell::new(0, 0), crsim::control::explore::Dir::South, 1));
     let t = app.world().get::<Transform>(ex).unwrap();
     assert!(t.translation.truncate().distance(Vec2::new(0.1, 0.1)) < 0.005);
 }

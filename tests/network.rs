@@ -2,24 +2,17 @@
 //! end to end, charging taking over at low power, the network growing and shrinking with what
 //! the camera sees, collectors' claims over the radio, and the structure file's errors.
 
+mod common;
+
 use bevy::prelude::*;
 
-use crsim::network::{CollectProgress, NetworkController, SubjectKind, dump_network};
+use common::{named, scene_path};
+use crsim::control::network::{CollectProgress, NetworkController, SubjectKind, dump_network};
 use crsim::robot::{Battery, PowerSensor};
+use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{SceneSource, load_scene_file};
-use crsim::sim::headless::{headless_app, run_steps};
-use crsim::sim::report::build_report;
-
-fn scene_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)
-}
-
-fn named(app: &mut App, name: &str) -> Entity {
-    let world = app.world_mut();
-    let mut q = world.query::<(Entity, &Name)>();
-    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
-}
 
 /// The text of the shipped structure file.
 fn shipped_network() -> String {
@@ -194,8 +187,9 @@ fn a_bad_structure_file_is_a_scene_error() {
 /// robots, a bad one is shown and the running scene goes on.
 #[test]
 fn editing_the_structure_file_reloads_the_scene() {
-    use crsim::network::SceneBlueprint;
-    use crsim::scene::{ActiveScene, SceneStatus, hot_reload};
+    use crsim::control::network::SceneBlueprint;
+    use crsim::run::hot_reload;
+    use crsim::scene::{ActiveScene, SceneStatus};
     let dir = std::env::temp_dir().join(format!("crsim-net-hot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let shipped = shipped_network();

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use bevy::prelude::*;
 use serde_json::Value;
 
-use crsim::botlink::remote::{Dialect, Remote};
+use crsim::control::remote::{Dialect, Remote};
 use crsim::robot::pose;
+use crsim::run::headless::{headless_app, run_steps};
 use crsim::scene::schema::ControllerSpec;
 use crsim::scene::{SceneSource, load_scene_file};
 use crsim::sim::SimTime;
-use crsim::sim::headless::{headless_app, run_steps};
 
 type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
 

@@ -1,48 +1,23 @@
 //! Headless behaviour tests of the simulator core: physics, sensors, actuators, the loop and
 //! determinism. Each builds a small scene, steps it and asserts on the world.
 
+mod common;
+
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, RigidBodyDisabled};
 
+use common::{get, named, position, robot, room, scene_path};
 use crsim::robot::{Battery, BumpSensor, CameraView, Gripper, Odometry, Robot, pose};
+use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource, load_scene_file};
-use crsim::sim::headless::{headless_app, run_steps};
-use crsim::sim::report::build_report;
 use crsim::sim::{SimClock, SimTime, TrajectoryHash};
 use crsim::skills::{Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crsim::world::{Boxed, Held, PenBox, Seeable, Sonar, SonarEcho};
 
 fn app(scene: SceneFile) -> App {
     headless_app(scene, SceneSource::Generated)
-}
-
-fn named(app: &mut App, name: &str) -> Entity {
-    let world = app.world_mut();
-    let mut q = world.query::<(Entity, &Name)>();
-    q.iter(world).find(|(_, n)| n.as_str() == name).map(|(e, _)| e).unwrap_or_else(|| panic!("no entity {name}"))
-}
-
-fn get<C: Component + Clone>(app: &App, e: Entity) -> C {
-    app.world().get::<C>(e).cloned().expect("component present")
-}
-
-fn position(app: &App, e: Entity) -> Vec2 {
-    pose(app.world().get::<Transform>(e).unwrap()).0
-}
-
-fn room(w: f32, h: f32) -> SceneFile {
-    SceneFile::empty("test", w, h)
-}
-
-fn robot(name: &str, x: f32, y: f32, heading: f32, controller: ControllerSpec) -> RobotSpec {
-    let mut r = RobotSpec::new(name, x, y, heading);
-    r.controller = controller;
-    r
-}
-
-fn scene_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name)
 }
 
 #[test]
@@ -406,6 +381,41 @@ fn reloading_a_scene_restarts_it_exactly() {
 
 /// Golden trajectory of the explorer room: fails on any change of behaviour. If a change is
 /// intended, update the constant and say why in the commit.
+/// In the style of avian's: two systems of the fixed schedule that touch the same data must have
+/// a declared order between them, or the step's result would depend on the executor's choice.
+/// Rapier's own systems are rapier's business and are left out among themselves.
+#[test]
+fn no_two_systems_of_a_step_conflict_without_an_order() {
+    for scene in ["pens.ron", "explorers.ron", "wenv.ron"] {
+        let (mut s, _) = load_scene_file(&scene_path(scene)).unwrap();
+        for r in &mut s.robots {
+            if let ControllerSpec::Remote { http, ws, .. } = &mut r.controller {
+                (*http, *ws) = (0, 0);
+            }
+        }
+        let mut app = app(s);
+        run_steps(&mut app, 1);
+        let world = app.world();
+        let schedule = world.resource::<Schedules>().get(FixedUpdate).expect("the fixed schedule ran");
+        let names: std::collections::HashMap<_, String> =
+            schedule.systems().expect("initialised").map(|(key, system)| (key, system.name().to_string())).collect();
+        let rapier = |name: &str| name.starts_with("bevy_rapier2d::");
+        let conflicts: Vec<String> = schedule
+            .graph()
+            .conflicting_systems()
+            .iter()
+            .map(|(a, b, on)| {
+                let on: Vec<String> =
+                    on.iter().map(|c| world.components().get_name(*c).map_or("?".into(), |n| n.to_string())).collect();
+                (names[a].clone(), names[b].clone(), on)
+            })
+            .filter(|(a, b, _)| !(rapier(a) && rapier(b)))
+            .map(|(a, b, on)| format!("{a} <-> {b} on {on:?}"))
+            .collect();
+        assert!(conflicts.is_empty(), "{scene}: systems without an order:\n{}", conflicts.join("\n"));
+    }
+}
+
 #[test]
 fn golden_hash_of_the_explorer_scene() {
     assert_eq!(run_scene("explorer.ron", 1000, None), GOLDEN_EXPLORER);
@@ -435,7 +445,8 @@ fn run_report_counts_robots_and_distance() {
 
 #[test]
 fn hot_reload_applies_valid_edits_and_keeps_the_scene_on_errors() {
-    use crsim::scene::{ActiveScene, SceneStatus, hot_reload};
+    use crsim::run::hot_reload;
+    use crsim::scene::{ActiveScene, SceneStatus};
     let dir = std::env::temp_dir().join(format!("crsim-hot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("room.ron");

@@ -1,7 +1,8 @@
 //! The bot manager (seed 004): every command that reaches a robot travels as a packet — encoded
 //! by the transmitter, rebuilt by the command factory on the robot's side — and every robot has
 //! a connection in one of three states watched by a watchdog. Robots of controller kind
-//! `External` are driven from outside over UDP (see [`udp`]).
+//! `External` are driven from outside over UDP (see [`udp`]). The bot manager attaches a robot's
+//! link (and, for an external robot, its UDP port) when the robot is added.
 //!
 //! Link states: offline → connecting → online. A robot driven from inside crsim is online while
 //! its controller runs. An external robot starts connecting; its controller's first packet
@@ -13,19 +14,21 @@ use std::collections::VecDeque;
 use bevy::prelude::*;
 
 pub mod packet;
-pub mod remote;
 pub mod udp;
 
 use packet::{Command, decode, encode};
 
-use crate::robot::{DriveCommand, GripCommand, LampState};
-use crate::scene::SceneStatus;
-use crate::sim::{SimSet, SimTime};
-use crate::skills::{ExecuteSkills, Executor, SkillContext};
+use crate::robot::{DriveCommand, GripCommand, LampState, Robot};
+use crate::scene::schema::ControllerSpec;
+use crate::scene::{ActiveScene, SceneLoaded, SceneStatus};
+use crate::sim::{ActSystems, LoadSystems, SimSystems, SimTime, ThinkSystems};
 
-/// Runs in the act stage after the skills and before the actuators move.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Transmit;
+/// Emergency stop: while engaged every robot is stopped with its gripper open, and no skill or
+/// command from any controller reaches the actuators.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EmergencyStop {
+    pub engaged: bool,
+}
 
 /// Commands waiting to be transmitted to the robot this step.
 #[derive(Component, Debug, Default)]
@@ -147,19 +150,34 @@ pub struct BotRenamed {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    remote::plugin(app);
     app.init_resource::<LinkStats>()
+        .init_resource::<EmergencyStop>()
         .init_resource::<udp::UpdateAllSocket>()
+        .add_observer(attach_link)
         .add_observer(announce_added)
         .add_observer(announce_removed)
+        .add_systems(PreUpdate, udp::open_update_all.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
         .add_systems(
             FixedUpdate,
             (
-                udp::receive.in_set(SimSet::Think),
-                transmit.in_set(Transmit).after(ExecuteSkills).in_set(SimSet::Act),
-                (watchdog, announce_renamed).in_set(SimSet::Record),
+                udp::receive.in_set(ThinkSystems::Receive),
+                transmit.in_set(ActSystems::Transmit),
+                (watchdog, announce_renamed).chain().in_set(SimSystems::Record),
             ),
         );
+}
+
+/// Every robot gets its link when it is added; an external robot also its UDP port.
+fn attach_link(add: On<Add, Robot>, active: Res<ActiveScene>, robots: Query<(&Robot, &Name)>, mut commands: Commands) {
+    let Ok((robot, name)) = robots.get(add.entity) else { return };
+    let Some(spec) = active.scene.robots.get(robot.index as usize) else { return };
+    let botlink = &active.scene.botlink;
+    let external = matches!(spec.controller, ControllerSpec::External { .. });
+    let mut entity = commands.entity(add.entity);
+    entity.insert((Outbox::default(), BotLink::new(external, botlink.watchdog, name.as_str())));
+    if let ControllerSpec::External { port } = spec.controller {
+        entity.insert(udp::UdpEndpoint::open(&botlink.address, port, name.as_str()));
+    }
 }
 
 /// Moves a link to `to` if the state machine allows it, announcing the change.
@@ -226,38 +244,23 @@ fn transmit(
 fn watchdog(
     mut commands: Commands,
     time: Res<SimTime>,
-    mut robots: Query<(Entity, &mut BotLink, &mut Executor, &mut Outbox)>,
+    mut robots: Query<(Entity, &mut BotLink, &mut Outbox)>,
     mut status: ResMut<SceneStatus>,
 ) {
     let now = time.seconds() + f64::from(time.dt);
-    for (bot, mut link, mut executor, mut outbox) in &mut robots {
+    for (bot, mut link, mut outbox) in &mut robots {
         if link.external && link.state == LinkState::Online && now - link.last_packet_s > f64::from(link.watchdog) {
             set_state(&mut commands, bot, &mut link, LinkState::Connecting);
-            stop_safely(&mut commands, bot, &mut executor, &mut outbox);
+            stop_drive(&mut outbox);
             status.note =
                 Some(format!("{}: no packet for {} s, link dropped to connecting", link.announced_name, link.watchdog));
         }
     }
 }
 
-/// Ends the robot's skills and stops its drive (the gripper keeps what it holds).
-pub fn stop_safely(commands: &mut Commands, bot: Entity, executor: &mut Executor, outbox: &mut Outbox) {
-    let ctx = SkillContext {
-        position: Vec2::ZERO,
-        heading: 0.0,
-        max_speed: 0.0,
-        max_turn: 0.0,
-        period: executor.0.period,
-        target: None,
-        bumped: false,
-    };
-    let mut notes = Vec::new();
-    executor.0.clear(&ctx, &mut outbox.commands, &mut notes);
-    for note in notes {
-        if let crate::skills::SkillNote::Completed { group, skill, replaced } = note {
-            commands.trigger(crate::skills::SkillCompleted { bot, group, skill, replaced });
-        }
-    }
+/// Stops the robot's drive (the gripper keeps what it holds). The skill system ends the robot's
+/// skills when it sees the link leave online.
+pub fn stop_drive(outbox: &mut Outbox) {
     outbox.commands.push(Command::Move { linear: 0.0, angular: 0.0 });
 }
 

@@ -14,20 +14,39 @@ use std::net::{SocketAddr, UdpSocket};
 use bevy::prelude::*;
 
 use super::packet::{Command, EMPTY_SLOT, ErrorCode, Status, decode, encode};
-use super::{BotLink, LinkState, LinkStats, Outbox, set_state, stop_safely};
-use crate::robot::{Battery, BumpSensor, Gripper, Robot, RobotOrder, pose};
-use crate::scene::schema::{ControllerSpec, SceneFile};
-use crate::sim::SimTime;
-use crate::skills::{EmergencyStop, Executor};
+use super::{BotLink, EmergencyStop, LinkState, LinkStats, Outbox, set_state, stop_drive};
+use crate::robot::{Battery, BumpSensor, Gripper, Robot, pose};
+use crate::scene::ActiveScene;
+use crate::sim::{RobotOrder, SimTime};
 
 /// A robot's own UDP port.
 #[derive(Component, Debug)]
 pub struct UdpEndpoint {
-    socket: UdpSocket,
+    socket: Option<UdpSocket>,
     /// The address actually bound (port 0 in the scene picks a free one).
-    pub local: SocketAddr,
+    pub local: Option<SocketAddr>,
+    /// Why the port could not be bound, naming the robot and the port.
+    pub error: Option<String>,
     /// The controller that last sent a packet.
     pub peer: Option<SocketAddr>,
+}
+
+impl UdpEndpoint {
+    /// Binds `address`:`port` for `robot`; a port that cannot be bound leaves the endpoint
+    /// closed with the reason (its robot stays connecting).
+    pub fn open(address: &str, port: u16, robot: &str) -> Self {
+        match bind(address, port) {
+            Ok((socket, local)) => {
+                info!("robot {robot} listens on UDP {local}");
+                Self { socket: Some(socket), local: Some(local), error: None, peer: None }
+            }
+            Err(e) => {
+                let error = format!("robot \"{robot}\": {e}");
+                warn!("{error}");
+                Self { socket: None, local: None, error: Some(error), peer: None }
+            }
+        }
+    }
 }
 
 /// The scene's "update all" port.
@@ -35,6 +54,8 @@ pub struct UdpEndpoint {
 pub struct UpdateAllSocket {
     socket: Option<UdpSocket>,
     pub local: Option<SocketAddr>,
+    /// Why the port could not be bound.
+    pub error: Option<String>,
 }
 
 fn bind(address: &str, port: u16) -> Result<(UdpSocket, SocketAddr), String> {
@@ -44,42 +65,35 @@ fn bind(address: &str, port: u16) -> Result<(UdpSocket, SocketAddr), String> {
     Ok((socket, local))
 }
 
-/// Opens the sockets of a freshly spawned scene. A port that cannot be bound is reported; its
-/// robot stays connecting.
-pub fn open_endpoints(world: &mut World, scene: &SceneFile) {
-    let mut problems = Vec::new();
-    let address = scene.botlink.address.as_str();
+/// Opens the scene's update-all port (robots' own ports are opened as they are added) and starts
+/// the counters afresh, with any port that could not be bound as the last problem.
+pub(super) fn open_update_all(
+    mut commands: Commands,
+    active: Res<ActiveScene>,
+    endpoints: Query<&UdpEndpoint>,
+    mut stats: ResMut<LinkStats>,
+) {
+    let mut problems: Vec<String> = endpoints.iter().filter_map(|e| e.error.clone()).collect();
     let mut update_all = UpdateAllSocket::default();
-    if let Some(port) = scene.botlink.update_all_port {
+    if let Some(port) = active.scene.botlink.update_all_port {
+        let address = active.scene.botlink.address.as_str();
         match bind(address, port) {
             Ok((socket, local)) => {
                 info!("update-all UDP port {local}");
-                update_all = UpdateAllSocket { socket: Some(socket), local: Some(local) };
+                update_all = UpdateAllSocket { socket: Some(socket), local: Some(local), error: None };
             }
-            Err(e) => problems.push(e),
-        }
-    }
-    world.insert_resource(update_all);
-    let order = world.resource::<RobotOrder>().0.clone();
-    for (spec, entity) in scene.robots.iter().zip(order) {
-        if let ControllerSpec::External { port } = spec.controller {
-            match bind(address, port) {
-                Ok((socket, local)) => {
-                    info!("robot {} listens on UDP {local}", spec.name);
-                    world.entity_mut(entity).insert(UdpEndpoint { socket, local, peer: None });
-                }
-                Err(e) => problems.push(format!("robot \"{}\": {e}", spec.name)),
+            Err(e) => {
+                warn!("{e}");
+                update_all.error = Some(e.clone());
+                problems.push(e);
             }
         }
     }
-    let mut stats = LinkStats::default();
+    commands.insert_resource(update_all);
+    *stats = LinkStats::default();
     if !problems.is_empty() {
-        for p in &problems {
-            warn!("{p}");
-        }
         stats.last_error = Some(problems.join("; "));
     }
-    world.insert_resource(stats);
 }
 
 type RobotItem<'a> = (
@@ -92,7 +106,6 @@ type RobotItem<'a> = (
     Option<&'a mut UdpEndpoint>,
     &'a mut BotLink,
     &'a mut Outbox,
-    &'a mut Executor,
 );
 
 fn status_of(
@@ -151,14 +164,16 @@ pub(super) fn receive(
 ) {
     let now = time.seconds();
     let mut buf = [0u8; 2048];
-    for (bot, robot, t, battery, bump, gripper, endpoint, mut link, mut outbox, mut executor) in &mut robots {
+    for (bot, robot, t, battery, bump, gripper, endpoint, mut link, mut outbox) in &mut robots {
         let Some(mut endpoint) = endpoint else { continue };
+        let endpoint = &mut *endpoint;
+        let Some(socket) = endpoint.socket.as_ref() else { continue };
         loop {
-            let (n, from) = match endpoint.socket.recv_from(&mut buf) {
+            let (n, from) = match socket.recv_from(&mut buf) {
                 Ok(x) => x,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) => {
-                    stats.last_error = Some(format!("UDP {}: {e}", endpoint.local));
+                    stats.last_error = Some(format!("UDP {}: {e}", link.announced_name));
                     break;
                 }
             };
@@ -173,7 +188,7 @@ pub(super) fn receive(
                 Ok(Command::Disconnect) => {
                     link.last_packet_s = now;
                     set_state(&mut commands, bot, &mut link, LinkState::Offline);
-                    stop_safely(&mut commands, bot, &mut executor, &mut outbox);
+                    stop_drive(&mut outbox);
                     status_of(robot, t, battery, bump, gripper, &names)
                 }
                 Ok(cmd @ (Command::Move { .. } | Command::Grip { .. } | Command::Lamp { .. })) => {
@@ -195,7 +210,7 @@ pub(super) fn receive(
                     error(ErrorCode::NotAllowed, format!("{} is not accepted on a robot's port", other.name()))
                 }
             };
-            send(&endpoint.socket, from, &reply, &mut stats);
+            send(socket, from, &reply, &mut stats);
         }
     }
     let Some(socket) = update_all.socket.as_ref() else { return };
@@ -228,7 +243,7 @@ pub(super) fn receive(
         for (i, slot) in slots.iter().enumerate().filter(|(_, s)| s.bot != EMPTY_SLOT) {
             let target = order.0.get(usize::from(slot.bot)).copied();
             let item = target.and_then(|e| robots.get_mut(e).ok()).filter(|item| item.7.external);
-            let Some((bot, robot, t, battery, bump, gripper, _, mut link, mut outbox, _)) = item else {
+            let Some((bot, robot, t, battery, bump, gripper, _, mut link, mut outbox)) = item else {
                 stats.refused += 1;
                 let reply =
                     error(ErrorCode::UnknownBot, format!("slot {i}: no external robot with index {}", slot.bot));

@@ -13,12 +13,18 @@ use serde_json::json;
 
 use super::model::{CommType, CommsModel, PairParams, RobotParams, SystemParams, Target};
 use super::{DropCause, Message};
-use crate::robot::{CommAbilities, Robot, RobotOrder};
+use crate::robot::Robot;
 use crate::scene::{ActiveScene, SceneLoaded};
-use crate::sim::report::ReportSections;
 use crate::sim::rng::stream;
-use crate::sim::{SimSet, SimTime};
+use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
 use crate::world::groups;
+
+/// The robot's communication abilities (seed 000), as written in the scene.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommAbilities {
+    pub broadcast: bool,
+    pub point_to_point: bool,
+}
 
 /// What robots say to each other.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,16 +53,17 @@ pub(super) fn plugin(app: &mut App) {
     app.insert_resource(Radio(CommsModel::new(SystemParams::default(), 64, stream(0, "comms", 0))))
         .add_observer(give_radio)
         .add_observer(take_radio)
-        .add_systems(PreUpdate, rebuild_radio.run_if(on_message::<SceneLoaded>).after(crate::scene::SceneSystems))
-        .add_systems(FixedUpdate, deliver.in_set(SimSet::Communicate))
-        .world_mut()
-        .get_resource_or_init::<ReportSections>()
-        .0
-        .push(report_section);
+        .add_systems(PreUpdate, rebuild_radio.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        .add_systems(FixedUpdate, deliver.in_set(SimSystems::Communicate));
+    add_report_section(app, report_section);
 }
 
-fn give_radio(add: On<Add, CommAbilities>, mut commands: Commands) {
-    commands.entity(add.entity).insert((RadioOut::default(), RadioIn::default()));
+/// Every robot gets a radio when it is added, with the abilities its scene gives it.
+fn give_radio(add: On<Add, Robot>, active: Res<ActiveScene>, robots: Query<&Robot>, mut commands: Commands) {
+    let Ok(robot) = robots.get(add.entity) else { return };
+    let Some(spec) = active.scene.robots.get(robot.index as usize) else { return };
+    let abilities = CommAbilities { broadcast: spec.comms.broadcast, point_to_point: spec.comms.point_to_point };
+    commands.entity(add.entity).insert((abilities, RadioOut::default(), RadioIn::default()));
 }
 
 fn take_radio(remove: On<Remove, CommAbilities>, names: Query<&Name>, mut radio: ResMut<Radio>) {

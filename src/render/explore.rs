@@ -4,7 +4,7 @@
 use bevy::prelude::*;
 
 use super::Selection;
-use crate::explore::{CellState, Explorer, Phase};
+use crate::control::explore::{CellState, Explorer, Phase};
 
 pub mod palette {
     use bevy::prelude::Color;
@@ -43,7 +43,7 @@ fn draw_mental_map(mut gizmos: Gizmos, selection: Res<Selection>, explorers: Que
             gizmos.line_2d(p + Vec2::new(-h.x, h.y), p + Vec2::new(h.x, -h.y), colour);
         }
     }
-    let path = |cells: Vec<crate::explore::Cell>| cells.into_iter().map(|c| ex.centre(c)).collect::<Vec<_>>();
+    let path = |cells: Vec<crate::control::explore::Cell>| cells.into_iter().map(|c| ex.centre(c)).collect::<Vec<_>>();
     if ex.phase == Phase::Outbound {
         gizmos.linestrip_2d(path(ex.outbound_cells()), palette::OUTBOUND);
     }

@@ -6,7 +6,8 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{GripCommand, GripSensor, Robot, RobotOrder, pose};
+use super::{GripCommand, GripSensor, Robot, pose};
+use crate::sim::RobotOrder;
 use crate::world::{Boxed, Held, PenBox, groups};
 
 /// The gripper and what it holds.

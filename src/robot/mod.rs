@@ -1,25 +1,22 @@
 //! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
-//! a battery, a lamp, and four sensors (bump, camera, grip, power). Controllers never touch the
-//! actuators: they hand skills to the skill system, whose commands reach [`DriveCommand`],
-//! [`GripCommand`] and [`LampState`] as packets through the bot link; the act stage then turns
-//! them into motion.
+//! a battery, a lamp, and four sensors (bump, camera, grip, power). This floor knows only the
+//! body: controllers, skills, the bot link and the radio attach their own components when a
+//! robot is added. Controllers never touch the actuators: they hand skills to the skill system,
+//! whose commands reach [`DriveCommand`], [`GripCommand`] and [`LampState`] as packets through
+//! the bot link; the act stage then turns them into motion.
 
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use crate::botlink::{BotLink, Outbox};
 use crate::scene::SceneEntity;
-use crate::scene::schema::{ControllerSpec, RobotSpec};
-use crate::sim::{SimSet, rng};
-use crate::skills::{Executor, SkillRequest};
+use crate::scene::schema::RobotSpec;
+use crate::sim::{ActSystems, SenseSystems, SimSystems};
 use crate::world::{PendingPhysics, Seeable, groups, transform2d};
 
-mod controllers;
 mod drive;
 mod gripper;
 mod sensors;
 
-pub use controllers::{ConstantDrive, Wander};
 pub use drive::{AppliedDrive, Battery};
 pub use gripper::{Gripper, carry_point};
 pub use sensors::{BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting};
@@ -55,20 +52,12 @@ pub struct LampState {
     pub on: bool,
 }
 
+/// Mass density of a robot's body, kg/m² (a 0.1 m robot weighs about 4.7 kg).
+pub const ROBOT_DENSITY: f32 = 150.0;
+
 /// The den a robot belongs to, if any.
 #[derive(Component, Debug, Clone, Copy)]
 pub struct HomeDen(pub Option<Entity>);
-
-/// Which controller kind drives the robot, as written in the scene.
-#[derive(Component, Debug, Clone, PartialEq)]
-pub struct ControllerKind(pub ControllerSpec);
-
-/// The robot's communication abilities (seed 000), as written in the scene.
-#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommAbilities {
-    pub broadcast: bool,
-    pub point_to_point: bool,
-}
 
 /// Distance travelled and collisions so far, for the run metrics.
 #[derive(Component, Debug, Clone, Copy, Default)]
@@ -77,10 +66,6 @@ pub struct Odometry {
     pub last: Vec2,
     pub collisions: u32,
 }
-
-/// All robots in index order: the stable order every per-robot pass that needs one uses.
-#[derive(Resource, Debug, Clone, Default)]
-pub struct RobotOrder(pub Vec<Entity>);
 
 /// Position and heading (radians, counter-clockwise from +x) of a transform.
 pub fn pose(t: &Transform) -> (Vec2, f32) {
@@ -100,91 +85,54 @@ pub fn wrap_angle(a: f32) -> f32 {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<RobotOrder>().add_message::<BumpEvent>().add_systems(
+    app.add_message::<BumpEvent>().add_systems(
         FixedUpdate,
         (
-            (
-                gripper::carry_held_pens,
-                sensors::sense_bump,
-                sensors::sense_camera,
-                sensors::sense_grip,
-                sensors::sense_power,
-            )
+            gripper::carry_held_pens.in_set(SenseSystems::Bodies),
+            (sensors::sense_bump, sensors::sense_camera, sensors::sense_grip, sensors::sense_power)
                 .chain()
-                .in_set(SimSet::Sense),
-            (controllers::constant_drive, controllers::wander).in_set(SimSet::Think),
-            (gripper::apply_gripper, drive::apply_drive, drive::update_battery)
-                .chain()
-                .after(crate::botlink::Transmit)
-                .in_set(SimSet::Act),
-            drive::update_odometry.in_set(SimSet::Record),
+                .in_set(SenseSystems::Sensors),
+            (gripper::apply_gripper, drive::apply_drive, drive::update_battery).chain().in_set(ActSystems::Actuate),
+            drive::update_odometry.in_set(SimSystems::Record),
         ),
     );
 }
 
-/// Spawns robot number `index` of a scene; `watchdog` is the bot link's watchdog period.
-pub fn spawn_robot(
-    world: &mut World,
-    spec: &RobotSpec,
-    index: u32,
-    den: Option<Entity>,
-    seed: u64,
-    watchdog: f32,
-) -> Entity {
+/// Spawns the body of robot number `index` of a scene, with its den. Subsystems attach their
+/// own components (skills, bot link, radio, controller) in observers of the robot being added.
+pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<Entity>) -> Entity {
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
-    let mut entity = world.spawn((
-        Name::new(spec.name.clone()),
-        SceneEntity,
-        Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
-        Seeable::Robot,
-        transform2d(pos, spec.pose.2.to_radians()),
-        (
-            PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(spec.radius)),
-            ColliderMassProperties::Density(150.0),
-            Friction::coefficient(0.0),
-            Restitution::coefficient(0.0),
-            Velocity::zero(),
-            Sleeping::disabled(),
-            CollisionGroups::new(groups::ROBOT, Group::ALL),
-        ),
-        (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
-        (
-            SkillRequest::default(),
-            Executor::default(),
-            Outbox::default(),
-            BotLink::new(matches!(spec.controller, ControllerSpec::External { .. }), watchdog, &spec.name),
-        ),
-        Gripper { reach: spec.grip_reach, holding: None },
-        Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
-        (
-            BumpSensor::default(),
-            RobotCamera { fov: spec.camera.fov.to_radians(), range: spec.camera.range, period: spec.camera.period },
-            CameraView::default(),
-            GripSensor::default(),
-            PowerSensor::default(),
-        ),
-        HomeDen(den),
-        ControllerKind(spec.controller.clone()),
-        CommAbilities { broadcast: spec.comms.broadcast, point_to_point: spec.comms.point_to_point },
-        Odometry { last: pos, ..default() },
-    ));
-    match spec.controller {
-        // The explorer attaches itself (see `explore`).
-        // The explorer and the network attach themselves (see `explore` and `network`).
-        ControllerSpec::Idle
-        | ControllerSpec::External { .. }
-        | ControllerSpec::Explorer { .. }
-        | ControllerSpec::Network { .. }
-        | ControllerSpec::Remote { .. } => {}
-        ControllerSpec::Drive { linear, angular } => {
-            entity.insert(ConstantDrive { linear, angular: angular.to_radians() });
-        }
-        ControllerSpec::Wander { speed } => {
-            entity.insert(Wander::new(speed, rng::stream(seed, "wander", u64::from(index))));
-        }
-    }
-    entity.id()
+    world
+        .spawn((
+            Name::new(spec.name.clone()),
+            SceneEntity,
+            Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
+            Seeable::Robot,
+            transform2d(pos, spec.pose.2.to_radians()),
+            (
+                PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(spec.radius)),
+                ColliderMassProperties::Density(ROBOT_DENSITY),
+                Friction::coefficient(0.0),
+                Restitution::coefficient(0.0),
+                Velocity::zero(),
+                Sleeping::disabled(),
+                CollisionGroups::new(groups::ROBOT, Group::ALL),
+            ),
+            (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
+            Gripper { reach: spec.grip_reach, holding: None },
+            Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
+            (
+                BumpSensor::default(),
+                RobotCamera { fov: spec.camera.fov.to_radians(), range: spec.camera.range, period: spec.camera.period },
+                CameraView::default(),
+                GripSensor::default(),
+                PowerSensor::default(),
+            ),
+            HomeDen(den),
+            Odometry { last: pos, ..default() },
+        ))
+        .id()
 }
 
 #[cfg(test)]

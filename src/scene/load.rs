@@ -1,51 +1,19 @@
 //! Reading scene files: RON syntax errors with file, line and column, then the semantic checks
 //! of [`super::validate`]. Never panics on any input.
 
-use std::fmt;
 use std::path::Path;
 
 use ron::extensions::Extensions;
 
+use super::error::SceneError;
+pub use super::error::SceneLoadError;
 use super::schema::SceneFile;
-use super::validate::{SceneError, validate};
+use super::validate::validate;
 
 /// The scene embedded in the binary, opened when the app starts with no file.
 pub const DEFAULT_SCENE: &str = include_str!("../../scenes/pens.ron");
 /// The name shown for the embedded scene.
 pub const DEFAULT_SCENE_NAME: &str = "<built-in pens.ron>";
-
-/// Why a scene could not be loaded.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SceneLoadError {
-    /// The file could not be read.
-    Io { path: String, message: String },
-    /// The text is not valid RON for a scene (bad syntax, unknown or missing field, wrong type).
-    Syntax { path: String, line: usize, col: usize, message: String },
-    /// The scene parsed but is inconsistent; every problem is listed.
-    Invalid { path: String, errors: Vec<SceneError> },
-}
-
-impl fmt::Display for SceneLoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SceneLoadError::Io { path, message } => write!(f, "{path}: cannot read: {message}"),
-            SceneLoadError::Syntax { path, line, col, message } => {
-                write!(f, "{path}:{line}:{col}: {message}")
-            }
-            SceneLoadError::Invalid { path, errors } => {
-                for (i, e) in errors.iter().enumerate() {
-                    if i > 0 {
-                        writeln!(f)?;
-                    }
-                    write!(f, "{path}: {e}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for SceneLoadError {}
 
 /// RON options for scenes: `Some(x)` may be written as plain `x`.
 fn ron_options() -> ron::Options {
@@ -89,7 +57,7 @@ pub fn resolve_network(scene: &mut SceneFile, scene_dir: &Path, shown: &str) -> 
         errors: vec![SceneError { item: "network".into(), message }],
     };
     let text = std::fs::read_to_string(&path).map_err(|e| invalid(format!("cannot read {}: {e}", path.display())))?;
-    let structure = crate::network::parse_network(&text, &path.display().to_string())
+    let structure = super::network::parse_network(&text, &path.display().to_string())
         .map_err(|e| invalid(e.replace('\n', "; ")))?;
     scene.network_structure = Some(structure);
     Ok(())

@@ -52,7 +52,7 @@ pub struct SceneFile {
     pub network: Option<String>,
     /// The structure `network` names, read when the scene file is loaded.
     #[serde(skip)]
-    pub network_structure: Option<crate::network::NetworkStructure>,
+    pub network_structure: Option<super::network::NetworkStructure>,
 }
 
 /// The bot manager's settings (seed 004).
@@ -252,7 +252,7 @@ pub enum ControllerSpec {
         #[serde(default = "default_ws_port")]
         ws: u16,
         #[serde(default)]
-        protocol: crate::botlink::remote::Dialect,
+        protocol: Dialect,
     },
     /// The behaviour network of seed 001: collects pens into boxes and recharges when low.
     Network {
@@ -275,6 +275,35 @@ impl ControllerSpec {
             forget_after: default_forget_after(),
             low_power: default_low_power(),
             full_power: default_full_power(),
+        }
+    }
+}
+
+/// Which year's server crsim imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Dialect {
+    /// VR21: `endmove` strings after the full time also on collision (`"false"`), WebSocket moves
+    /// run like HTTP moves and report their end, collision events `{"collision":true,…}`.
+    Vr2021,
+    /// VR22: `endmove` booleans; a collision answers the HTTP request at once with
+    /// `{"collision":M,"target":T}`.
+    Vr2022,
+    /// VR23: `endmove` strings; collisions reported at impact and the failed end after the full
+    /// time; `-collision` / `-interrupted` suffixes.
+    #[default]
+    Vr2023,
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = String;
+
+    /// `2021`, `2022`, `2023` (or `vr2021`, `Vr2022`, …).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().trim_start_matches("vr") {
+            "2021" | "21" => Ok(Dialect::Vr2021),
+            "2022" | "22" => Ok(Dialect::Vr2022),
+            "2023" | "23" => Ok(Dialect::Vr2023),
+            _ => Err(format!("unknown protocol {s:?}: use 2021, 2022 or 2023")),
         }
     }
 }

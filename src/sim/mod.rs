@@ -1,27 +1,30 @@
-//! The environment loop (seed 003): every simulation system runs in `FixedUpdate`, one step of
-//! the scene's `dt`, in six chained sets. Rapier steps inside [`SimSet::Physics`] with exactly
-//! `dt`. The clock decides how many steps run per frame; the step itself never looks at the
-//! wall clock.
+//! The environment loop (seed 003), as the ground floor every subsystem builds on: the stages of
+//! one step and their sub-stages as nested system sets (declared here and only here), simulated
+//! time, the clock that decides how many steps run per frame, seeded random streams, the
+//! trajectory hash, the stable robot order and the registry of report sections.
+//!
+//! Every simulation system runs in `FixedUpdate`, one step of the scene's `dt`, in six chained
+//! stages. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`. The step itself never
+//! looks at the wall clock.
 
 use bevy::ecs::schedule::{ScheduleLabel, SingleThreadedExecutor};
 use bevy::prelude::*;
-use bevy_rapier2d::prelude::*;
+use bevy_rapier2d::prelude::PhysicsSet;
 
-pub mod bench;
 pub mod clock;
 pub mod hash;
-pub mod headless;
+pub mod order;
 pub mod report;
 pub mod rng;
 
 pub use clock::{ClockMode, SimClock, Speed};
 pub use hash::TrajectoryHash;
-
-use crate::robot::RobotOrder;
+pub use order::RobotOrder;
+pub use report::{ReportSections, SectionFn, add_report_section};
 
 /// The stages of one step, in order.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SimSet {
+pub enum SimSystems {
     /// Sensors read the world (bump, camera, grip, power, sonar).
     Sense,
     /// Controllers decide.
@@ -32,8 +35,46 @@ pub enum SimSet {
     Physics,
     /// The communication model delivers messages whose receive step has come.
     Communicate,
-    /// Metrics, trajectory hash, the step counter.
+    /// Metrics, trajectory hash, the watchdog.
     Record,
+}
+
+/// Inside [`SimSystems::Sense`].
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SenseSystems {
+    /// Bodies that ride along are moved with their carrier (held pens).
+    Bodies,
+    /// Every sensor reads the world as it now stands.
+    Sensors,
+}
+
+/// Inside [`SimSystems::Think`].
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThinkSystems {
+    /// What came from outside the process this step (UDP packets, program actions).
+    Receive,
+    /// Controllers decide, one kind after another in a fixed order.
+    Control,
+}
+
+/// Inside [`SimSystems::Act`].
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActSystems {
+    /// Skill executors turn skills into commands.
+    Skills,
+    /// The bot manager transmits the commands as packets to the robots.
+    Transmit,
+    /// The actuators take their commands: gripper, drive, battery.
+    Actuate,
+}
+
+/// Scene loading, in `PreUpdate`.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LoadSystems {
+    /// A pending scene replaces the running one.
+    Load,
+    /// Subsystems set up their scene-wide state for the scene just loaded.
+    React,
 }
 
 /// Simulated time: the number of completed steps and the step length.
@@ -74,25 +115,35 @@ pub(super) fn plugin(app: &mut App) {
             s.set_executor(SingleThreadedExecutor::new());
         });
     }
-    app.insert_resource(TimestepMode::Fixed { dt: 0.02, substeps: 1 })
-        .add_plugins(
-            RapierPhysicsPlugin::<NoUserData>::default()
-                // The scene loader creates a fresh physics context for every scene it loads.
-                .with_custom_initialization(RapierContextInitialization::NoAutomaticRapierContext)
-                .in_fixed_schedule(),
-        )
-        .init_resource::<SimTime>()
+    app.init_resource::<SimTime>()
         .init_resource::<TrajectoryHash>()
+        .init_resource::<RobotOrder>()
+        .init_resource::<ReportSections>()
         .insert_resource(rng::SimSeed(0))
         .configure_sets(
             FixedUpdate,
-            (SimSet::Sense, SimSet::Think, SimSet::Act, SimSet::Physics, SimSet::Communicate, SimSet::Record).chain(),
+            (
+                SimSystems::Sense,
+                SimSystems::Think,
+                SimSystems::Act,
+                SimSystems::Physics,
+                SimSystems::Communicate,
+                SimSystems::Record,
+            )
+                .chain(),
+        )
+        .configure_sets(FixedUpdate, (SenseSystems::Bodies, SenseSystems::Sensors).chain().in_set(SimSystems::Sense))
+        .configure_sets(FixedUpdate, (ThinkSystems::Receive, ThinkSystems::Control).chain().in_set(SimSystems::Think))
+        .configure_sets(
+            FixedUpdate,
+            (ActSystems::Skills, ActSystems::Transmit, ActSystems::Actuate).chain().in_set(SimSystems::Act),
         )
         .configure_sets(
             FixedUpdate,
-            (PhysicsSet::SyncBackend, PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSet::Physics),
+            (PhysicsSet::SyncBackend, PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSystems::Physics),
         )
-        .add_systems(FixedUpdate, hash_poses.in_set(SimSet::Record))
+        .configure_sets(PreUpdate, (LoadSystems::Load, LoadSystems::React).chain())
+        .add_systems(FixedUpdate, hash_poses.in_set(SimSystems::Record))
         // After every stage of the step, so all of them saw the same step number.
         .add_systems(FixedLast, advance_step);
     clock::plugin(app);

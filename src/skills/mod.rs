@@ -2,6 +2,9 @@
 //! [`SkillRequest`] in the think stage; in the act stage each robot's executor turns its skills
 //! into commands for the bot link. Every 20 ms of simulated time (the executor period) the
 //! running skills tick. Skill starts and completions are announced as observer events.
+//!
+//! The skill system attaches its own parts to every robot as it is added, and ends a robot's
+//! skills when its link drops (the watchdog, a disconnect).
 
 use bevy::prelude::*;
 
@@ -14,10 +17,11 @@ pub use skill::{
     TurnBy, TurnFor, TurnTo, Velocity,
 };
 
-use crate::botlink::Outbox;
+pub use crate::botlink::EmergencyStop;
 use crate::botlink::packet::Command;
+use crate::botlink::{LinkChanged, LinkState, Outbox};
 use crate::robot::{BumpSensor, Robot, pose};
-use crate::sim::{SimSet, SimTime};
+use crate::sim::{ActSystems, SimTime};
 
 /// The executor period of the original: 20 ms.
 pub const EXECUTOR_PERIOD: f32 = 0.02;
@@ -43,13 +47,6 @@ impl Default for Executor {
     }
 }
 
-/// Emergency stop: while engaged every robot is stopped with its gripper open, and no skill or
-/// command from any controller reaches the actuators.
-#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct EmergencyStop {
-    pub engaged: bool,
-}
-
 /// A skill started on a robot.
 #[derive(Event, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SkillStarted {
@@ -67,13 +64,45 @@ pub struct SkillCompleted {
     pub replaced: bool,
 }
 
-/// Runs in the act stage before the bot link transmits.
-#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ExecuteSkills;
-
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<EmergencyStop>()
-        .add_systems(FixedUpdate, run_executors.in_set(ExecuteSkills).in_set(SimSet::Act));
+    app.add_observer(attach_skills)
+        .add_observer(stop_on_link_drop)
+        .add_systems(FixedUpdate, run_executors.in_set(ActSystems::Skills));
+}
+
+/// Every robot gets its skill slots when it is added.
+fn attach_skills(add: On<Add, Robot>, mut commands: Commands) {
+    commands.entity(add.entity).insert((SkillRequest::default(), Executor::default()));
+}
+
+/// A link that leaves online (the watchdog, a disconnect) ends the robot's skills, so nothing
+/// drives it until its controller is back.
+fn stop_on_link_drop(
+    changed: On<LinkChanged>,
+    mut commands: Commands,
+    mut robots: Query<(&mut Executor, &mut SkillRequest, &mut Outbox)>,
+) {
+    if changed.to == LinkState::Online {
+        return;
+    }
+    let Ok((mut executor, mut request, mut outbox)) = robots.get_mut(changed.bot) else { return };
+    request.0 = None;
+    let ctx = SkillContext::at_rest(executor.0.period);
+    let mut notes = Vec::new();
+    executor.0.clear(&ctx, &mut outbox.commands, &mut notes);
+    announce(&mut commands, changed.bot, notes);
+}
+
+/// Triggers the observer events for what an executor reported.
+fn announce(commands: &mut Commands, bot: Entity, notes: impl IntoIterator<Item = SkillNote>) {
+    for note in notes {
+        match note {
+            SkillNote::Started { group, skill } => commands.trigger(SkillStarted { bot, group, skill }),
+            SkillNote::Completed { group, skill, replaced } => {
+                commands.trigger(SkillCompleted { bot, group, skill, replaced })
+            }
+        }
+    }
 }
 
 fn run_executors(
@@ -115,14 +144,7 @@ fn run_executors(
             ctx.target = target(executor.0.running(SkillGroup::Move));
             executor.0.advance(time.dt, &ctx, out, &mut notes);
         }
-        for note in notes.drain(..) {
-            match note {
-                SkillNote::Started { group, skill } => commands.trigger(SkillStarted { bot: entity, group, skill }),
-                SkillNote::Completed { group, skill, replaced } => {
-                    commands.trigger(SkillCompleted { bot: entity, group, skill, replaced })
-                }
-            }
-        }
+        announce(&mut commands, entity, notes.drain(..));
     }
     *was_engaged = estop.engaged;
 }

@@ -55,6 +55,13 @@ pub struct SkillContext {
     pub bumped: bool,
 }
 
+impl SkillContext {
+    /// A context with no robot state, for ending skills (their exit actions need none).
+    pub fn at_rest(period: f32) -> Self {
+        Self { position: Vec2::ZERO, heading: 0.0, max_speed: 0.0, max_turn: 0.0, period, target: None, bumped: false }
+    }
+}
+
 /// Whether a skill goes on after this tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkillStatus {

@@ -8,17 +8,18 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
-use crate::botlink::remote::Remote;
 use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crate::botlink::{BotLink, LinkState, LinkStats};
-use crate::explore::Explorer;
-use crate::network::NetworkController;
+use crate::control::ControllerKind;
+use crate::control::explore::Explorer;
+use crate::control::network::NetworkController;
+use crate::control::remote::Remote;
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
-    AppliedDrive, Battery, BumpSensor, CameraView, ControllerKind, DriveCommand, GripSensor, HomeDen, LampState,
-    Odometry, PowerSensor, Robot, pose,
+    AppliedDrive, Battery, BumpSensor, CameraView, DriveCommand, GripSensor, HomeDen, LampState, Odometry, PowerSensor,
+    Robot, pose,
 };
-use crate::scene::hot_reload::reload_from;
+use crate::run::hot_reload::reload_from;
 use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus};
 use crate::sim::{SimClock, SimTime, Speed, TrajectoryHash};
 use crate::skills::{EmergencyStop, Executor, SkillGroup};
@@ -30,6 +31,28 @@ struct OpenField(String);
 
 mod network;
 mod radio;
+
+/// The panel's colours.
+pub mod palette {
+    use bevy_egui::egui::Color32;
+    /// Errors and refusals.
+    pub const ERROR: Color32 = Color32::from_rgb(220, 60, 50);
+    pub const ESTOP: Color32 = Color32::from_rgb(200, 40, 30);
+    pub const ESTOP_ENGAGED: Color32 = Color32::from_rgb(120, 30, 30);
+    /// Names drawn over the arena, and under a robot.
+    pub const LABEL: Color32 = Color32::from_gray(60);
+    pub const LABEL_ROBOT: Color32 = Color32::from_gray(20);
+    /// The behaviour network graph: excitatory and inhibitory links, subjects and commands.
+    pub const EXCITE: Color32 = Color32::from_rgb(90, 170, 90);
+    pub const INHIBIT: Color32 = Color32::from_rgb(200, 80, 70);
+    pub const TRACK: Color32 = Color32::from_rgb(80, 150, 220);
+    pub const LEVEL: Color32 = Color32::from_rgb(230, 170, 60);
+    pub const NO_SIGNAL: Color32 = Color32::from_rgb(150, 150, 150);
+    pub const NODE: Color32 = Color32::from_gray(40);
+    pub const NODE_ABSENT: Color32 = Color32::from_gray(22);
+    pub const EDGE_ABSENT: Color32 = Color32::from_gray(70);
+    pub const TEXT_ABSENT: Color32 = Color32::from_gray(90);
+}
 
 pub fn plugin(app: &mut App) {
     radio::plugin(app);
@@ -64,13 +87,13 @@ fn world_labels(
         }
     };
     for (name, t) in &objects {
-        label(t.translation.truncate(), name.as_str(), egui::Color32::from_gray(60));
+        label(t.translation.truncate(), name.as_str(), palette::LABEL);
     }
     let all = robots.iter().len() <= LABELS_UP_TO;
     for (e, name, t, robot) in &robots {
         if all || selection.0 == Some(e) {
             let below = t.translation.truncate() - Vec2::Y * robot.radius * 1.2;
-            label(below, name.as_str(), egui::Color32::from_gray(20));
+            label(below, name.as_str(), palette::LABEL_ROBOT);
         }
     }
     Ok(())
@@ -201,9 +224,9 @@ fn control_panel(
 
 fn emergency_stop(ui: &mut egui::Ui, estop: &mut EmergencyStop) {
     let (text, fill) = if estop.engaged {
-        ("EMERGENCY STOP ENGAGED — release (Esc)", egui::Color32::from_rgb(120, 30, 30))
+        ("EMERGENCY STOP ENGAGED — release (Esc)", palette::ESTOP_ENGAGED)
     } else {
-        ("EMERGENCY STOP (Esc)", egui::Color32::from_rgb(200, 40, 30))
+        ("EMERGENCY STOP (Esc)", palette::ESTOP)
     };
     let button = egui::Button::new(egui::RichText::new(text).strong().color(egui::Color32::WHITE)).fill(fill);
     if ui.add_sized([ui.available_width(), 28.0], button).clicked() {
@@ -278,11 +301,15 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
         ui.label(format!("update-all port: udp://{addr}"));
     }
     if let Some(e) = &s.last_error {
-        ui.label(egui::RichText::new(e).small().color(egui::Color32::from_rgb(220, 60, 50)));
+        ui.label(egui::RichText::new(e).small().color(palette::ERROR));
     }
     // External robots: where to reach them and how their link is.
     for (e, name, link, endpoint) in bots.links.iter().filter(|(_, _, l, _)| l.external) {
-        let addr = endpoint.map_or("not bound".to_string(), |ep| format!("udp://{}", ep.local));
+        let addr = match endpoint {
+            Some(UdpEndpoint { local: Some(local), .. }) => format!("udp://{local}"),
+            Some(UdpEndpoint { error: Some(e), .. }) => e.clone(),
+            _ => "not bound".to_string(),
+        };
         let text = format!("{name}: {} — {addr}", link.state.name());
         if ui.selectable_label(selection.0 == Some(e), text).clicked() {
             selection.0 = Some(e);
@@ -310,7 +337,7 @@ fn remote_section(ui: &mut egui::Ui, remotes: &Query<(Entity, &Name, &Remote)>, 
         }
         match (&r.error, r.http, r.ws) {
             (Some(err), _, _) => {
-                ui.label(egui::RichText::new(err).small().color(egui::Color32::from_rgb(220, 60, 50)));
+                ui.label(egui::RichText::new(err).small().color(palette::ERROR));
             }
             (None, Some(http), Some(ws)) => {
                 ui.label(egui::RichText::new(format!("http://{http}/api/move   ws://{ws}")).monospace().small());
@@ -356,8 +383,8 @@ fn scene_section(
         reload_from(path, pending, status);
     }
     if let Some(err) = &status.error {
-        ui.colored_label(egui::Color32::from_rgb(220, 60, 50), "Scene not loaded; the running scene is kept:");
-        ui.label(egui::RichText::new(err).monospace().small().color(egui::Color32::from_rgb(220, 60, 50)));
+        ui.colored_label(palette::ERROR, "Scene not loaded; the running scene is kept:");
+        ui.label(egui::RichText::new(err).monospace().small().color(palette::ERROR));
     } else if let Some(note) = &status.note {
         ui.label(egui::RichText::new(note).small());
     }
@@ -470,7 +497,8 @@ fn inspector(
         row("link", format!("{} ({kind})", link.state.name()));
         if let Some(ep) = endpoint {
             let peer = ep.peer.map_or("no controller yet".to_string(), |p| format!("from {p}"));
-            row("udp", format!("{} {peer}", ep.local));
+            let local = ep.local.map_or_else(|| ep.error.clone().unwrap_or_default(), |a| a.to_string());
+            row("udp", format!("{local} {peer}"));
         }
         for group in SkillGroup::ALL {
             let running = executor.0.running(group).map_or("empty".to_string(), |s| s.name().to_string());

@@ -6,8 +6,9 @@
 use bevy::prelude::*;
 use bevy_egui::egui;
 
-use crate::network::structure::COLLECTIONS;
-use crate::network::{NetworkController, Signal};
+use super::palette;
+use crate::control::network::{NetworkController, Signal};
+use crate::scene::network::COLLECTIONS;
 
 /// Widest node box; narrower when the panel is.
 const NODE_W: f32 = 66.0;
@@ -35,7 +36,7 @@ pub fn network_section(ui: &mut egui::Ui, nc: Option<&NetworkController>, names:
             row("task", task.to_string());
             row("leading subject", leader);
             row("actuators", format!("speed {}  angle {}  gripper {:+.0}", f(o.speed), f(o.turn), o.grip));
-            for (kind, tracked) in crate::network::SubjectKind::ALL.iter().zip(&nc.tracked) {
+            for (kind, tracked) in crate::control::network::SubjectKind::ALL.iter().zip(&nc.tracked) {
                 if let Some(t) = tracked {
                     let name = names.get(t.entity).map_or_else(|_| format!("{}", t.entity), |n| n.to_string());
                     row(
@@ -82,8 +83,7 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
     for l in &net.links {
         let (a, b) = (node_rect(l.from), node_rect(l.to));
         let (from, to) = (a.right_center(), b.left_center());
-        let color =
-            if l.weight >= 0.0 { egui::Color32::from_rgb(90, 170, 90) } else { egui::Color32::from_rgb(200, 80, 70) };
+        let color = if l.weight >= 0.0 { palette::EXCITE } else { palette::INHIBIT };
         painter.line_segment([from, to], egui::Stroke::new(0.8 + l.weight.abs().min(3.0), color));
         let mid = from + (to - from) * 0.35;
         painter.text(
@@ -98,17 +98,16 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
         let r = node_rect(id);
         let node = net.node(id);
         let alive = node.is_some();
-        let stroke =
-            if alive { egui::Stroke::new(1.0, text) } else { egui::Stroke::new(1.0, egui::Color32::from_gray(70)) };
-        painter.rect_filled(r, 3.0, if alive { egui::Color32::from_gray(40) } else { egui::Color32::from_gray(22) });
+        let stroke = if alive { egui::Stroke::new(1.0, text) } else { egui::Stroke::new(1.0, palette::EDGE_ABSENT) };
+        painter.rect_filled(r, 3.0, if alive { palette::NODE } else { palette::NODE_ABSENT });
         if let Some(n) = node {
             let mut bar = r.shrink(2.0);
             bar.set_top(bar.bottom() - 4.0);
             bar.set_width(bar.width() * n.degree);
             let fill = match n.signal {
-                Signal::Track { .. } => egui::Color32::from_rgb(80, 150, 220),
-                Signal::Level(_) => egui::Color32::from_rgb(230, 170, 60),
-                Signal::None => egui::Color32::from_rgb(150, 150, 150),
+                Signal::Track { .. } => palette::TRACK,
+                Signal::Level(_) => palette::LEVEL,
+                Signal::None => palette::NO_SIGNAL,
             };
             painter.rect_filled(bar, 1.0, fill);
         }
@@ -117,7 +116,7 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
             Some(n) => format!("{} {:.2}", catalog.names[id], n.degree),
             None => catalog.names[id].clone(),
         };
-        let color = if alive { text } else { egui::Color32::from_gray(90) };
+        let color = if alive { text } else { palette::TEXT_ABSENT };
         painter.text(
             r.center() - egui::vec2(0.0, 3.0),
             egui::Align2::CENTER_CENTER,

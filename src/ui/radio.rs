@@ -23,6 +23,9 @@ pub struct RadioHistory {
 const SAMPLE_EVERY: f64 = 0.5;
 const SAMPLES: usize = 600;
 
+/// How long a delivery's line stays on screen, seconds.
+const FLASH_SECONDS: f32 = 0.4;
+
 /// Delivered messages drawn as lines for a moment.
 #[derive(Resource, Default)]
 pub struct Flashes(pub Vec<(Entity, Entity, f32)>);
@@ -70,7 +73,7 @@ fn collect_flashes(
     for (receiver, inbox) in &inboxes {
         for m in &inbox.0 {
             if let Some(&sender) = by_name.get(m.sender.as_str()) {
-                flashes.0.push((sender, receiver, 0.4));
+                flashes.0.push((sender, receiver, FLASH_SECONDS));
             }
         }
     }
@@ -79,7 +82,7 @@ fn collect_flashes(
 fn draw_flashes(mut gizmos: Gizmos, flashes: Res<Flashes>, positions: Query<&Transform>) {
     for &(a, b, life) in &flashes.0 {
         if let (Ok(pa), Ok(pb)) = (positions.get(a), positions.get(b)) {
-            let colour = Color::srgba(0.0, 0.75, 0.35, life / 0.4);
+            let colour = crate::render::palette::PARTNER.with_alpha(life / FLASH_SECONDS);
             gizmos.line_2d(pa.translation.truncate(), pb.translation.truncate(), colour);
         }
     }

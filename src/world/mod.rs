@@ -5,8 +5,8 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
 use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
-use crate::scene::{SceneEntity, validate::all_walls};
-use crate::sim::SimSet;
+use crate::scene::{SceneEntity, geometry::all_walls};
+use crate::sim::SenseSystems;
 
 mod sonar;
 
@@ -21,6 +21,11 @@ pub mod groups {
     pub const ROBOT: Group = Group::GROUP_4;
     pub const STATION: Group = Group::GROUP_5;
 }
+
+/// Mass density of a pen, kg/m².
+pub const PEN_DENSITY: f32 = 50.0;
+/// A pen's linear and angular damping, 1/s: the floor's friction on a pushed pen.
+pub const PEN_DAMPING: f32 = 6.0;
 
 /// The floor's size; the arena spans `0..width × 0..height`.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
@@ -101,7 +106,7 @@ pub enum Seeable {
 pub(super) fn plugin(app: &mut App) {
     app.add_message::<SonarEcho>()
         .insert_resource(Arena { width: 1.0, height: 1.0 })
-        .add_systems(FixedUpdate, sonar::sense_sonars.in_set(SimSet::Sense));
+        .add_systems(FixedUpdate, sonar::sense_sonars.in_set(SenseSystems::Sensors));
 }
 
 fn v(p: (f32, f32)) -> Vec2 {
@@ -184,9 +189,9 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
             Seeable::Pen,
             transform2d(v(p.pos), 0.0),
             PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(p.radius)),
-            ColliderMassProperties::Density(50.0),
+            ColliderMassProperties::Density(PEN_DENSITY),
             // Floor friction: a pushed pen slides a little and stops.
-            Damping { linear_damping: 6.0, angular_damping: 6.0 },
+            Damping { linear_damping: PEN_DAMPING, angular_damping: PEN_DAMPING },
             Velocity::zero(),
             solid(groups::PEN),
         ))

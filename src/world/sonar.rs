@@ -5,7 +5,6 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
 use super::groups;
-use crate::robot::Robot;
 use crate::sim::SimTime;
 
 /// A sonar and its current reading.
@@ -47,7 +46,7 @@ pub(super) fn sense_sonars(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
     mut sonars: Query<(Entity, &Transform, &mut Sonar)>,
-    robots: Query<&Transform, With<Robot>>,
+    bodies: Query<&Transform>,
     mut echoes: MessageWriter<SonarEcho>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
@@ -79,16 +78,15 @@ pub(super) fn sense_sonars(
             &*beam.raw,
             QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::ROBOT)),
             |e| {
-                if robots.contains(e) {
-                    now.push(e);
-                }
+                // Only robots are in the robot group.
+                now.push(e);
                 true
             },
         );
         now.sort();
         let previous = std::mem::take(&mut sonar.inside);
         for robot in now {
-            let Ok(pose) = robots.get(robot) else {
+            let Ok(pose) = bodies.get(robot) else {
                 continue;
             };
             let distance = (pose.translation.truncate() - origin).dot(sonar.axis);

@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use super::graph::{Catalog, Input, Network, NodeId, Signal};
-use super::structure::NetworkStructure;
+use crate::scene::network::NetworkStructure;
 
 /// The subjects the world offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -281,7 +281,6 @@ pub fn approach_speed(view: View, at: bool, params: &BrainParams) -> f32 {
 }
 
 /// The functional unit of a node of role `role`.
-#[allow(clippy::too_many_arguments)]
 pub fn unit(
     role: Role,
     mean: f32,
@@ -336,7 +335,7 @@ pub fn unit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::structure::{LinkKind, default_network};
+    use crate::scene::network::{LinkKind, default_network};
 
     fn brain() -> Brain {
         Brain::new(Arc::new(Blueprint::new(default_network())), BrainParams::default())

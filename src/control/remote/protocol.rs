@@ -8,37 +8,9 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// Which year's server crsim imitates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Dialect {
-    /// VR21: `endmove` strings after the full time also on collision (`"false"`), WebSocket moves
-    /// run like HTTP moves and report their end, collision events `{"collision":true,…}`.
-    Vr2021,
-    /// VR22: `endmove` booleans; a collision answers the HTTP request at once with
-    /// `{"collision":M,"target":T}`.
-    Vr2022,
-    /// VR23: `endmove` strings; collisions reported at impact and the failed end after the full
-    /// time; `-collision` / `-interrupted` suffixes.
-    #[default]
-    Vr2023,
-}
-
-impl std::str::FromStr for Dialect {
-    type Err = String;
-
-    /// `2021`, `2022`, `2023` (or `vr2021`, `Vr2022`, …).
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().trim_start_matches("vr") {
-            "2021" | "21" => Ok(Dialect::Vr2021),
-            "2022" | "22" => Ok(Dialect::Vr2022),
-            "2023" | "23" => Ok(Dialect::Vr2023),
-            _ => Err(format!("unknown protocol {s:?}: use 2021, 2022 or 2023")),
-        }
-    }
-}
+pub use crate::scene::schema::Dialect;
 
 /// The five move names of cril.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scene::validate::SceneError;
+use super::error::SceneError;
 
 /// The structure shipped with crsim.
 pub const DEFAULT_NETWORK: &str = include_str!("../../assets/network.ron");

@@ -7,11 +7,11 @@ use rand::RngExt;
 
 use bevy::prelude::*;
 
-use super::SimSet;
 use super::headless::{headless_app, run_in_chunks};
 use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
 use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, RobotSpec, SceneFile, StationSpec};
+use crate::sim::ThinkSystems;
 
 /// The benchmark arena for `robots` robots: a square grid, one robot per cell of 1 m, a pen at
 /// every fourth cell corner, random headings from `seed`. With `network`, the robots are
@@ -22,7 +22,7 @@ pub fn bench_scene(robots: usize, seed: u64, network: bool) -> SceneFile {
     let size = side as f32 + 1.0;
     let mut scene = SceneFile::empty(format!("bench-{robots}"), size, size);
     scene.seed = seed;
-    let mut rng = super::rng::stream(seed, "bench", 0);
+    let mut rng = crate::sim::rng::stream(seed, "bench", 0);
     for i in 0..robots {
         let (x, y) = ((i % side) as f32 + 0.5, (i / side) as f32 + 0.5);
         let mut r = RobotSpec::new(format!("r{i}"), x, y, rng.random_range(-180.0..180.0));
@@ -81,7 +81,7 @@ pub fn run_bench(
     }
     let mut app = headless_app(scene, SceneSource::Generated);
     if comms {
-        app.add_systems(FixedUpdate, chatter.in_set(SimSet::Think));
+        app.add_systems(FixedUpdate, chatter.in_set(ThinkSystems::Receive));
     }
     let start = Instant::now();
     run_in_chunks(&mut app, steps, 10, &mut progress);

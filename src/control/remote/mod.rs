@@ -23,11 +23,9 @@ pub mod server;
 pub use protocol::{Dialect, Effect, Motion, MoveName, Origin, Request, RequestError, Session, parse_request};
 pub use server::{Endpoint, Inbound};
 
-use crate::robot::{BumpEvent, BumpSensor, ControllerKind, Robot, pose};
-use crate::scene::schema::ControllerSpec;
-use crate::scene::{ActiveScene, SceneLoaded, SceneSystems};
-use crate::sim::report::ReportSections;
-use crate::sim::{SimSet, SimTime};
+use crate::robot::{BumpEvent, BumpSensor, Robot, pose};
+use crate::scene::{ActiveScene, SceneLoaded};
+use crate::sim::{LoadSystems, SimTime, add_report_section};
 use crate::skills::{SkillRequest, Stop, TurnFor, Velocity};
 use crate::world::Sonar;
 
@@ -36,9 +34,18 @@ pub const SONAR_EVENT_PERIOD: f64 = 0.8;
 /// Contacts within this angle of the direction of motion stop a straight move.
 const AHEAD: f32 = std::f32::consts::FRAC_PI_3;
 
-/// The running servers, by (address, HTTP port, WebSocket port) as the scene asked for them.
+/// The running servers, by (address, HTTP port, WebSocket port) as the scene asked for them, with
+/// the generation of the scene whose robot uses each.
 #[derive(Resource, Default)]
-pub struct RemoteServers(pub Vec<((String, u16, u16), Endpoint)>);
+pub struct RemoteServers(pub Vec<ServerEntry>);
+
+/// One robot's running servers.
+pub struct ServerEntry {
+    pub key: (String, u16, u16),
+    pub endpoint: Endpoint,
+    /// The scene generation whose robot took these servers.
+    pub generation: u64,
+}
 
 /// Every remote robot speaks this dialect, whatever its scene says (`--protocol`); kept across
 /// scene reloads.
@@ -65,75 +72,72 @@ pub struct Remote {
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<RemoteServers>()
         .init_resource::<DialectOverride>()
-        .add_systems(PreUpdate, open_servers.run_if(on_message::<SceneLoaded>).after(SceneSystems))
-        .add_systems(FixedUpdate, drive_remote_robots.in_set(SimSet::Think))
-        .world_mut()
-        .get_resource_or_init::<ReportSections>()
-        .0
-        .push(report_section);
+        .add_systems(PreUpdate, close_unused_servers.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React));
+    add_report_section(app, report_section);
 }
 
-/// Gives every `Remote` robot of a freshly loaded scene its servers, keeping those whose ports
-/// the scene still asks for and closing the others.
-fn open_servers(
-    mut commands: Commands,
-    active: Res<ActiveScene>,
-    mut servers: ResMut<RemoteServers>,
-    forced: Res<DialectOverride>,
-    robots: Query<(Entity, &Name, &ControllerKind)>,
-) {
+/// What attaching a remote robot needs.
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct RemoteAttach<'w> {
+    servers: ResMut<'w, RemoteServers>,
+    forced: Res<'w, DialectOverride>,
+}
+
+/// A remote robot of the scene being loaded: its servers, reusing those of the previous scene
+/// when it asks for the same ports (so clients stay connected), or fresh ones.
+pub(super) fn attach(
+    params: &mut RemoteAttach,
+    active: &ActiveScene,
+    name: &str,
+    (http, ws, protocol): (u16, u16, Dialect),
+) -> Remote {
     let address = active.scene.botlink.address.clone();
     let watchdog = f64::from(active.scene.botlink.watchdog);
-    let mut keep: Vec<((String, u16, u16), Endpoint)> = Vec::new();
-    let mut old = std::mem::take(&mut servers.0);
-    let mut wanted: Vec<(Entity, &Name, u16, u16, Dialect)> = robots
-        .iter()
-        .filter_map(|(e, n, k)| match k.0 {
-            ControllerSpec::Remote { http, ws, protocol } => Some((e, n, http, ws, forced.0.unwrap_or(protocol))),
-            _ => None,
-        })
-        .collect();
-    wanted.sort_by_key(|w| w.0);
-    for (entity, name, http, ws, dialect) in wanted {
-        let key = (address.clone(), http, ws);
-        let reuse = (http != 0 && ws != 0).then(|| old.iter().position(|(k, _)| *k == key)).flatten();
-        let endpoint = match reuse {
-            Some(i) => Ok(old.swap_remove(i).1),
-            None => Endpoint::open(&address, http, ws, name.as_str()),
-        };
-        let mut remote = Remote {
-            session: Session::new(dialect, watchdog),
-            key: key.clone(),
-            http: None,
-            ws: None,
-            error: None,
-            pending: HashMap::new(),
-            ws_clients: 0,
-            held_requests: 0,
-            last_sonar: HashMap::new(),
-        };
-        match endpoint {
-            Ok(ep) => {
-                remote.http = Some(ep.http);
-                remote.ws = Some(ep.ws);
-                info!("remote robot {name}: http://{}/api/move, ws://{}", ep.http, ep.ws);
-                // Whatever clients sent to the robot of the old scene is not for this one.
-                let _ = ep.drain();
-                remote.ws_clients = ep.ws_clients();
-                keep.push((key, ep));
-            }
-            Err(e) => {
-                warn!("{e}");
-                remote.error = Some(e);
-            }
+    let dialect = params.forced.0.unwrap_or(protocol);
+    let key = (address.clone(), http, ws);
+    let mut remote = Remote {
+        session: Session::new(dialect, watchdog),
+        key: key.clone(),
+        http: None,
+        ws: None,
+        error: None,
+        pending: HashMap::new(),
+        ws_clients: 0,
+        held_requests: 0,
+        last_sonar: HashMap::new(),
+    };
+    let servers = &mut params.servers.0;
+    let reuse = (http != 0 && ws != 0)
+        .then(|| servers.iter().position(|s| s.key == key && s.generation != active.generation))
+        .flatten();
+    let endpoint = match reuse {
+        Some(i) => Ok(servers.swap_remove(i).endpoint),
+        None => Endpoint::open(&address, http, ws, name),
+    };
+    match endpoint {
+        Ok(endpoint) => {
+            remote.http = Some(endpoint.http);
+            remote.ws = Some(endpoint.ws);
+            info!("remote robot {name}: http://{}/api/move, ws://{}", endpoint.http, endpoint.ws);
+            // Whatever clients sent to the robot of the old scene is not for this one.
+            let _ = endpoint.drain();
+            remote.ws_clients = endpoint.ws_clients();
+            servers.push(ServerEntry { key, endpoint, generation: active.generation });
         }
-        commands.entity(entity).insert(remote);
+        Err(e) => {
+            warn!("{e}");
+            remote.error = Some(e);
+        }
     }
-    servers.0 = keep;
+    remote
 }
 
-#[allow(clippy::type_complexity)]
-fn drive_remote_robots(
+/// Closes the servers of the previous scene that no robot of the new one took.
+fn close_unused_servers(active: Res<ActiveScene>, mut servers: ResMut<RemoteServers>) {
+    servers.0.retain(|s| s.generation == active.generation);
+}
+
+pub(super) fn drive_remote_robots(
     time: Res<SimTime>,
     servers: Res<RemoteServers>,
     mut robots: Query<(Entity, &Robot, &Transform, &BumpSensor, &mut Remote, &mut SkillRequest)>,
@@ -149,7 +153,7 @@ fn drive_remote_robots(
     let bumped: Vec<BumpEvent> = bumps.read().copied().collect();
     for (entity, robot, transform, bump, mut remote, mut request) in &mut robots {
         let remote = &mut *remote;
-        let endpoint = servers.0.iter().find(|(k, _)| *k == remote.key).map(|(_, e)| e);
+        let endpoint = servers.0.iter().find(|s| s.key == remote.key).map(|s| &s.endpoint);
         let mut effects = Vec::new();
         if let Some(ep) = endpoint {
             for inbound in ep.drain() {

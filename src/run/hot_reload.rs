@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use bevy::prelude::*;
 
-use super::{ActiveScene, PendingScene, SceneSource, SceneStatus, load_scene_file};
+use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus, load_scene_file};
 
 /// How often the file's modification time is checked.
 const POLL: Duration = Duration::from_millis(300);
@@ -30,7 +30,7 @@ fn modified(path: &Path) -> Option<SystemTime> {
 
 /// The scene file's and its network file's modification times.
 fn stamps(path: &Path, active: &ActiveScene) -> (Option<SystemTime>, Option<SystemTime>) {
-    let network = super::load::network_path(&active.scene, path.parent().unwrap_or(Path::new(".")));
+    let network = crate::scene::load::network_path(&active.scene, path.parent().unwrap_or(Path::new(".")));
     (modified(path), network.and_then(|n| modified(&n)))
 }
 

@@ -1,8 +1,8 @@
 //! The behaviour network of seed 001: task, perception, subject, control and actuator nodes that
 //! grow and shrink with what the robot sees.
 //!
-//! - [`structure`]: the basic network structure as data (`assets/network.ron`, or the file a
-//!   scene names), checked, and printed in the seed's table format;
+//! - [`crate::scene::network`]: the basic network structure as data (`assets/network.ron`, or
+//!   the file a scene names), checked, and printed in the seed's table format;
 //! - [`graph`]: the running network's mechanics (static and dynamic nodes, managers and
 //!   connection requests, structural changes between ticks, double-buffered degrees and signals);
 //! - [`units`]: the functional units and the [`Brain`] that runs a robot's network on its
@@ -15,18 +15,16 @@ use serde_json::json;
 
 pub mod controller;
 pub mod graph;
-pub mod structure;
 pub mod units;
 
-pub use controller::{CollectStats, NetworkController, SceneBlueprint};
+pub use crate::scene::network::{NetworkStructure, default_network, parse_network};
+pub use controller::{CollectStats, NetworkAttach, NetworkController, SceneBlueprint};
 pub use graph::{Catalog, Network, Node, NodeId, Signal, weighted_mean};
-pub use structure::{NetworkStructure, default_network, parse_network};
 pub use units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind};
 
-use crate::robot::{Battery, RobotOrder};
-use crate::scene::{SceneLoaded, SceneSystems};
-use crate::sim::report::ReportSections;
-use crate::sim::{SimSet, SimTime};
+use crate::robot::Battery;
+use crate::scene::SceneLoaded;
+use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
 use crate::world::{Boxed, Pen};
 
 /// When the last pen went into a box, if it has.
@@ -44,15 +42,9 @@ pub struct CollectProgress {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<CollectProgress>()
-        .add_systems(
-            PreUpdate,
-            (controller::attach_networks, reset_progress).run_if(on_message::<SceneLoaded>).after(SceneSystems),
-        )
-        .add_systems(FixedUpdate, (controller::think.in_set(SimSet::Think), record_progress.in_set(SimSet::Record)))
-        .world_mut()
-        .get_resource_or_init::<ReportSections>()
-        .0
-        .push(report_section);
+        .add_systems(PreUpdate, reset_progress.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        .add_systems(FixedUpdate, record_progress.in_set(SimSystems::Record));
+    add_report_section(app, report_section);
 }
 
 fn reset_progress(mut progress: ResMut<CollectProgress>) {

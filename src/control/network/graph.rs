@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::structure::{Lifetime, LinkKind, NetworkStructure};
+use crate::scene::network::{Lifetime, LinkKind, NetworkStructure};
 
 /// A node's index in its [`Catalog`].
 pub type NodeId = usize;
@@ -43,7 +43,7 @@ pub struct CatalogLink {
 }
 
 impl Catalog {
-    /// Indexes a checked structure (see [`super::structure::validate`]).
+    /// Indexes a checked structure (see [`crate::scene::network::validate`]).
     pub fn new(structure: NetworkStructure) -> Self {
         let mut names = Vec::new();
         let mut collection = Vec::new();
@@ -383,7 +383,7 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::structure::default_network;
+    use crate::scene::network::default_network;
 
     fn names(net: &Network) -> Vec<&str> {
         net.names()

@@ -3,13 +3,13 @@
 
 use bevy::prelude::*;
 
-use super::SimClock;
 use crate::scene::{PendingScene, SceneFile, SceneSource};
+use crate::sim::SimClock;
 
 /// A headless app with `scene` loaded and no step run yet.
 pub fn headless_app(scene: SceneFile, source: SceneSource) -> App {
     let mut app = App::new();
-    app.add_plugins((MinimalPlugins, TransformPlugin, crate::SimPlugin));
+    app.add_plugins((MinimalPlugins, TransformPlugin, super::SimPlugin));
     app.world_mut().resource_mut::<PendingScene>().request(scene, source);
     app.finish();
     app.cleanup();

@@ -1,11 +1,10 @@
-//! The two built-in controllers that need no planning: a constant command, and a seeded random
-//! wanderer (the swarm and benchmark robots). The behaviour network, the explorer and remote
-//! control live in their own subsystems.
+//! The two controllers that need no planning: a constant command, and a seeded random wanderer
+//! (the swarm and benchmark robots, and the behaviour network's search).
 
 use bevy::prelude::*;
 use rand::RngExt;
 
-use super::{BumpSensor, Robot};
+use crate::robot::{BumpSensor, Robot};
 use crate::sim::SimTime;
 use crate::sim::rng::SimRng;
 use crate::skills::{Executor, SkillGroup, SkillRequest, Velocity};

@@ -1,0 +1,100 @@
+//! Every controller, in one wing: what decides a robot's next move. A controller reads the
+//! robot's sensors and radio and hands skills to its skill system; it never touches actuators.
+//!
+//! - [`simple`]: a constant command (`Drive`) and the seeded random wanderer (`Wander`);
+//! - [`explore`]: the cautious explorer of seed 002 (`Explorer`);
+//! - [`network`]: the behaviour network of seed 001 (`Network`);
+//! - [`remote`]: a robot driven in the VirtualRobot protocol by outside clients (`Remote`).
+//!
+//! Robots of kind `Idle` have none, and `External` robots are driven by packets straight into
+//! the bot manager. Every controller is attached the same way: [`attach_controller`] observes
+//! each robot being added, reads its controller in the scene and inserts that kind's component.
+//! A new controller kind adds one arm there and one system to the chain in [`plugin`].
+
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::*;
+
+pub mod explore;
+pub mod network;
+pub mod remote;
+pub mod simple;
+
+use crate::robot::Robot;
+use crate::scene::ActiveScene;
+use crate::scene::schema::ControllerSpec;
+use crate::sim::ThinkSystems;
+use crate::sim::rng::stream;
+use crate::world::Arena;
+
+/// Which controller drives the robot, as written in the scene.
+#[derive(Component, Debug, Clone, PartialEq)]
+pub struct ControllerKind(pub ControllerSpec);
+
+pub(super) fn plugin(app: &mut App) {
+    explore::plugin(app);
+    network::plugin(app);
+    remote::plugin(app);
+    app.add_observer(attach_controller).add_systems(
+        FixedUpdate,
+        // Each controller kind drives its own robots; the fixed order keeps every step the same.
+        (
+            simple::constant_drive,
+            simple::wander,
+            explore::explore,
+            network::controller::think,
+            remote::drive_remote_robots,
+        )
+            .chain()
+            .in_set(ThinkSystems::Control),
+    );
+}
+
+/// What attaching any controller may need.
+#[derive(SystemParam)]
+struct AttachParams<'w, 's> {
+    active: Res<'w, ActiveScene>,
+    arena: Res<'w, Arena>,
+    robots: Query<'w, 's, (&'static Robot, &'static Transform, &'static Name)>,
+    network: network::NetworkAttach<'w, 's>,
+    remote: remote::RemoteAttach<'w>,
+}
+
+/// Gives every robot the controller its scene names, as it is added.
+fn attach_controller(add: On<Add, Robot>, mut commands: Commands, mut p: AttachParams) {
+    let Ok((robot, transform, name)) = p.robots.get(add.entity) else { return };
+    let Some(spec) = p.active.scene.robots.get(robot.index as usize) else { return };
+    let seed = p.active.scene.seed;
+    let controller = spec.controller.clone();
+    let kind = ControllerKind(controller.clone());
+    match controller {
+        ControllerSpec::Idle | ControllerSpec::External { .. } => {
+            commands.entity(add.entity).insert(kind);
+        }
+        ControllerSpec::Drive { linear, angular } => {
+            commands.entity(add.entity).insert((kind, simple::ConstantDrive { linear, angular: angular.to_radians() }));
+        }
+        ControllerSpec::Wander { speed } => {
+            let rng = stream(seed, "wander", u64::from(robot.index));
+            commands.entity(add.entity).insert((kind, simple::Wander::new(speed, rng)));
+        }
+        ControllerSpec::Explorer { strategy, sonar } => {
+            let explorer = explore::attach(robot, transform, &p.arena, seed, strategy, sonar);
+            commands.entity(add.entity).insert((kind, explorer));
+        }
+        ControllerSpec::Network { forget_after, low_power, full_power } => {
+            let nc = network::controller::attach(
+                &mut p.network,
+                &mut commands,
+                &p.active,
+                robot,
+                seed,
+                (forget_after, low_power, full_power),
+            );
+            commands.entity(add.entity).insert((kind, nc));
+        }
+        ControllerSpec::Remote { http, ws, protocol } => {
+            let remote = remote::attach(&mut p.remote, &p.active, name.as_str(), (http, ws, protocol));
+            commands.entity(add.entity).insert((kind, remote));
+        }
+    }
+}

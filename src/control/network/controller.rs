@@ -1,0 +1,568 @@
+//! The network controller in the loop: for every robot of controller kind `Network`, the think
+//! stage turns the sensors into [`Percepts`], lets the subject manager create and remove subject
+//! nodes as objects come into and out of view, ticks the [`Brain`], and hands the actuator
+//! nodes' commands to the skill system (a `Velocity` skill, `Grip` or `Release`).
+//!
+//! Around the network, as a collecting robot needs it:
+//! - each subject tracks one object: the nearest box or station, and the nearest pen no closer
+//!   robot has claimed; the object's position is remembered for `forget_after` steps after it
+//!   was last seen, then the subject is forgotten;
+//! - collectors announce the pen they go for over the radio (`Payload::Claim`, on choosing it
+//!   and every [`CLAIM_PERIOD`] steps); a robot that hears a claim on its pen from a robot
+//!   closer to it picks another;
+//! - with no subject leading, the robot searches: it heads for the box it saw last (holding a
+//!   pen) or the nearest charging station (charging; their places are known), or wanders; a bump
+//!   into a robot or a wall starts the wanderer's back-off turn.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::*;
+use serde::Serialize;
+
+use super::units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind, View};
+use crate::comms::{Payload, RadioIn, RadioOut, Target};
+use crate::control::simple::Wander;
+use crate::robot::{BumpSensor, CameraView, GripSensor, Gripper, PowerSensor, Robot, carry_point, pose, wrap_angle};
+use crate::scene::ActiveScene;
+use crate::sim::SimTime;
+use crate::sim::rng::stream;
+use crate::skills::{Executor, Grip, Release, SkillFacade, SkillGroup, SkillRequest, Velocity};
+use crate::world::{Boxed, Held, Seeable, Station, groups};
+
+/// Steps between repeated claims on the same pen.
+pub const CLAIM_PERIOD: u64 = 50;
+/// A claim not repeated for this many steps has lapsed.
+pub const CLAIM_LIFETIME: u64 = 2 * CLAIM_PERIOD;
+
+/// An object a subject node stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tracked {
+    pub entity: Entity,
+    /// Where it was last seen, world coordinates.
+    pub position: Vec2,
+    pub last_seen: u64,
+}
+
+/// Another robot's claim on a pen.
+#[derive(Debug, Clone, PartialEq)]
+struct Claim {
+    by: String,
+    distance: f32,
+    step: u64,
+}
+
+/// What a network robot has done, for the `collect` metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CollectStats {
+    /// Pens it dropped into a box.
+    pub boxed: u32,
+    /// Times the Charging task brought it onto a station (passing over one while collecting
+    /// is not counted).
+    pub charging_visits: u32,
+    /// Times the pen it was going for was picked up by another robot (duplicated effort).
+    pub contested: u32,
+    /// Claims it broadcast.
+    pub claims_sent: u32,
+    /// Times it gave a pen up to a closer robot's claim.
+    pub yielded: u32,
+}
+
+/// A robot driven by the behaviour network.
+#[derive(Component, Debug)]
+pub struct NetworkController {
+    pub brain: Brain,
+    pub forget_after: u64,
+    /// The object of each subject kind (Box, Pen, Station).
+    pub tracked: [Option<Tracked>; 3],
+    /// Where a box was last seen, for searching with a pen in the gripper.
+    pub known_box: Option<Vec2>,
+    /// Where the charging stations are: their places are known, as a docking station's is.
+    pub stations: Vec<Vec2>,
+    search: Wander,
+    claims: HashMap<String, Claim>,
+    /// The pen claimed last and when.
+    claimed: Option<(Entity, u64)>,
+    was_holding: Option<Entity>,
+    was_charging: bool,
+    pub last: Outputs,
+    /// The pen it is going for this step: the tracked pen while it holds none and Pen leads.
+    pub pursuing: Option<Entity>,
+    pub stats: CollectStats,
+}
+
+impl NetworkController {
+    pub fn new(brain: Brain, forget_after: u32, search: Wander) -> Self {
+        Self {
+            brain,
+            forget_after: u64::from(forget_after),
+            tracked: [None, None, None],
+            known_box: None,
+            stations: Vec::new(),
+            search,
+            claims: HashMap::new(),
+            claimed: None,
+            was_holding: None,
+            was_charging: false,
+            last: Outputs::default(),
+            pursuing: None,
+            stats: CollectStats::default(),
+        }
+    }
+
+    /// Whether a pen is claimed by another robot that is closer to it than `distance` (ties go
+    /// to the smaller name).
+    fn yields_to_claim(&self, pen: &str, distance: f32, me: &str, now: u64) -> bool {
+        self.claims.get(pen).is_some_and(|c| {
+            now.saturating_sub(c.step) <= CLAIM_LIFETIME
+                && c.by != me
+                && (c.distance < distance || (c.distance == distance && c.by.as_str() < me))
+        })
+    }
+
+    /// Takes the claims heard over the radio this step (sender, pen, sender's distance to it)
+    /// and forgets those that lapsed.
+    pub fn hear_claims<'a>(&mut self, heard: impl IntoIterator<Item = (&'a str, &'a str, f32)>, now: u64) {
+        for (by, pen, distance) in heard {
+            self.claims.insert(pen.to_string(), Claim { by: by.to_string(), distance, step: now });
+        }
+        self.claims.retain(|_, c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
+    }
+
+    /// The pen it was going for went into another robot's gripper: duplicated effort.
+    pub fn pen_taken_by_another(&mut self) {
+        self.stats.contested += 1;
+        self.tracked[SubjectKind::Pen as usize] = None;
+    }
+
+    /// Updates the object a subject kind tracks from the camera's sightings of that kind
+    /// (nearest first; `fresh` when the picture was taken this step): the one already tracked
+    /// while it is in view, else the nearest one this robot need not yield; a pen a closer robot
+    /// claimed is given up at once. A subject not seen for `forget_after` steps is forgotten.
+    pub fn choose_subject(&mut self, kind: SubjectKind, seen: &[Candidate], me: &str, now: u64, fresh: bool) {
+        let slot = kind as usize;
+        let mut choice: Option<(Entity, Vec2)> = None;
+        let mut keep_current = false;
+        for s in seen {
+            let current = self.tracked[slot].as_ref().is_some_and(|t| t.entity == s.entity);
+            if let Some(pen) = s.pen
+                && self.yields_to_claim(pen, s.distance, me, now)
+            {
+                if current {
+                    // Give it up at once, not after the forget period.
+                    self.stats.yielded += 1;
+                    self.tracked[slot] = None;
+                }
+                continue;
+            }
+            if current {
+                choice = Some((s.entity, s.position));
+                keep_current = true;
+                break;
+            }
+            if choice.is_none() {
+                choice = Some((s.entity, s.position));
+            }
+        }
+        if fresh && let Some((entity, position)) = choice {
+            if !keep_current && kind == SubjectKind::Pen {
+                self.claimed = None;
+            }
+            self.tracked[slot] = Some(Tracked { entity, position, last_seen: now });
+            if kind == SubjectKind::Box {
+                self.known_box = Some(position);
+            }
+        } else if self.tracked[slot].as_ref().is_some_and(|t| now.saturating_sub(t.last_seen) > self.forget_after) {
+            self.tracked[slot] = None;
+        }
+        self.brain.set_subject(kind, self.tracked[slot].is_some());
+    }
+
+    /// The pen to announce now, with this robot's distance to it: the tracked pen while the pen
+    /// subject leads and the gripper is empty, when it is newly chosen or the last claim on it is
+    /// [`CLAIM_PERIOD`] steps old.
+    pub fn claim_due(&mut self, holding: bool, position: Vec2, now: u64) -> Option<(Entity, f32)> {
+        let t = self.tracked[SubjectKind::Pen as usize].as_ref()?;
+        let due = !holding
+            && self.brain.leader() == Some(SubjectKind::Pen)
+            && self.claimed.is_none_or(|(e, at)| e != t.entity || now.saturating_sub(at) >= CLAIM_PERIOD);
+        if !due {
+            return None;
+        }
+        let claim = (t.entity, t.position.distance(position));
+        self.claimed = Some((t.entity, now));
+        self.stats.claims_sent += 1;
+        Some(claim)
+    }
+
+    /// The motion as fractions of the robot's maxima (linear, angular): the network's command;
+    /// or, while the search wanderer backs off, after a blocking bump, or with no subject
+    /// leading, a way to a known goal (the nearest station while charging, the box last seen
+    /// while holding a pen) or the search.
+    pub fn motion(&mut self, outputs: &Outputs, blocked: bool, holding: bool, at: (Vec2, f32), dt: f32) -> (f32, f32) {
+        let (pos, heading) = at;
+        if let (Some(s), Some(t)) = (outputs.speed, outputs.turn)
+            && !self.search.is_turning()
+            && !blocked
+        {
+            return (s, t);
+        }
+        let goal = if self.brain.charging {
+            self.stations.iter().copied().min_by(|a, b| a.distance(pos).total_cmp(&b.distance(pos)))
+        } else if holding {
+            self.known_box
+        } else {
+            None
+        };
+        match goal {
+            Some(g) if !self.search.is_turning() && !blocked && g.distance(pos) > GOAL_REACHED => {
+                let v = view_of(pos, heading, g);
+                let p = self.brain.params;
+                (super::units::approach_speed(v, false, &p), (p.turn_gain * v.bearing).clamp(-1.0, 1.0))
+            }
+            _ => self.search.decide(blocked, dt),
+        }
+    }
+
+    /// Counts a charging visit (the Charging task brought it onto a station) and a pen boxed
+    /// (the pen it held is now in a box).
+    pub fn count(&mut self, charging_on_station: bool, holding: Option<Entity>, dropped_into_box: bool) {
+        if charging_on_station && !self.was_charging && self.brain.charging {
+            self.stats.charging_visits += 1;
+        }
+        self.was_charging = charging_on_station;
+        if self.was_holding.is_some() && holding.is_none() && dropped_into_box {
+            self.stats.boxed += 1;
+        }
+        self.was_holding = holding;
+    }
+}
+
+/// A thing of one subject kind the camera sees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate<'a> {
+    pub entity: Entity,
+    /// The pen's name, for claims (pens only).
+    pub pen: Option<&'a str>,
+    pub distance: f32,
+    /// Where it is, world coordinates.
+    pub position: Vec2,
+}
+
+/// Within this of a known goal the search takes over, metres.
+const GOAL_REACHED: f32 = 0.3;
+
+/// The structure of the running scene, indexed once and shared by its network robots, with the
+/// scene generation it belongs to.
+#[derive(Resource, Debug, Clone)]
+pub struct SceneBlueprint(pub Arc<Blueprint>, pub u64);
+
+/// Speed of the search wander, as a fraction of the robot's maximum.
+const SEARCH_SPEED: f32 = 0.7;
+
+/// What attaching a network robot needs: the structure of the running scene, indexed once per
+/// scene and shared by all its network robots, and where the charging stations are.
+#[derive(bevy::ecs::system::SystemParam)]
+pub struct NetworkAttach<'w, 's> {
+    /// The blueprint of the scene being loaded, with its generation (the resource is written
+    /// only when commands apply, after every robot of the scene was attached).
+    fresh: Local<'s, Option<(u64, Arc<Blueprint>)>>,
+    stations: Query<'w, 's, &'static Transform, With<Station>>,
+}
+
+/// A network robot of the scene being loaded: its brain on the scene's structure.
+pub(in crate::control) fn attach(
+    params: &mut NetworkAttach,
+    commands: &mut Commands,
+    active: &ActiveScene,
+    robot: &Robot,
+    seed: u64,
+    (forget_after, low_power, full_power): (u32, f32, f32),
+) -> NetworkController {
+    let blueprint = match &*params.fresh {
+        Some((generation, b)) if *generation == active.generation => Arc::clone(b),
+        _ => {
+            let structure = active.scene.network_structure.clone().unwrap_or_else(super::default_network);
+            let b = Arc::new(Blueprint::new(structure));
+            *params.fresh = Some((active.generation, Arc::clone(&b)));
+            commands.insert_resource(SceneBlueprint(Arc::clone(&b), active.generation));
+            b
+        }
+    };
+    let brain = BrainParams { low_power, full_power, ..default() };
+    let search = Wander::new(SEARCH_SPEED, stream(seed, "network-search", u64::from(robot.index)));
+    let mut nc = NetworkController::new(Brain::new(blueprint, brain), forget_after, search);
+    nc.stations = params.stations.iter().map(|t| t.translation.truncate()).collect();
+    nc
+}
+
+/// Bearing and distance of a point from a pose.
+fn view_of(at: Vec2, heading: f32, target: Vec2) -> View {
+    let rel = target - at;
+    View { distance: rel.length(), bearing: wrap_angle(rel.y.atan2(rel.x) - heading) }
+}
+
+fn subject_of(kind: Seeable) -> Option<SubjectKind> {
+    match kind {
+        Seeable::Box => Some(SubjectKind::Box),
+        Seeable::Pen => Some(SubjectKind::Pen),
+        Seeable::Station => Some(SubjectKind::Station),
+        Seeable::Robot => None,
+    }
+}
+
+pub(in crate::control) fn think(
+    rapier: ReadRapierContext,
+    time: Res<SimTime>,
+    mut robots: Query<(
+        Entity,
+        &Name,
+        &Robot,
+        &Transform,
+        (&CameraView, &GripSensor, &PowerSensor, &BumpSensor, &Gripper),
+        &mut NetworkController,
+        (&Executor, &mut SkillRequest),
+        (&RadioIn, &mut RadioOut),
+    )>,
+    names: Query<&Name>,
+    held: Query<&Held>,
+    boxed: Query<(), With<Boxed>>,
+    kinds: Query<&Seeable>,
+) {
+    let Ok(ctx) = rapier.single() else { return };
+    let now = time.step;
+    let box_filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
+    for (
+        entity,
+        name,
+        robot,
+        transform,
+        (view, grip, power, bump, gripper),
+        mut nc,
+        (executor, mut request),
+        (inbox, mut out),
+    ) in &mut robots
+    {
+        let nc = &mut *nc;
+        let me = name.as_str();
+        let (pos, heading) = pose(transform);
+        let heard = inbox.0.iter().filter_map(|m| match &m.content {
+            Payload::Claim { pen, distance } => Some((m.sender.as_str(), pen.as_str(), *distance)),
+            _ => None,
+        });
+        nc.hear_claims(heard, now);
+        if nc.tracked[SubjectKind::Pen as usize]
+            .as_ref()
+            .is_some_and(|t| held.get(t.entity).is_ok_and(|h| h.by != entity))
+        {
+            nc.pen_taken_by_another();
+        }
+
+        // Subjects follow the camera's latest picture.
+        for kind in SubjectKind::ALL {
+            let seen: Vec<Candidate> = view
+                .seen
+                .iter()
+                .filter(|s| subject_of(s.kind) == Some(kind))
+                .map(|s| Candidate {
+                    entity: s.entity,
+                    pen: (kind == SubjectKind::Pen).then(|| names.get(s.entity).ok().map(Name::as_str)).flatten(),
+                    distance: s.distance,
+                    position: pos + Vec2::from_angle(heading + s.bearing) * s.distance,
+                })
+                .collect();
+            nc.choose_subject(kind, &seen, me, now, view.step == now);
+        }
+
+        // Announce the pen it goes for.
+        if let Some((pen, distance)) = nc.claim_due(grip.holding.is_some(), pos, now)
+            && let Ok(pen) = names.get(pen)
+        {
+            out.0.push((Target::Broadcast, Payload::Claim { pen: pen.to_string(), distance }));
+        }
+
+        // Only a held pen can go into a box.
+        let mut over_box = false;
+        if grip.holding.is_some() {
+            ctx.intersect_point(carry_point(transform, robot, gripper), box_filter, |_| {
+                over_box = true;
+                false
+            });
+        }
+        let percepts = Percepts {
+            power: power.level,
+            on_station: power.charging,
+            holding: grip.holding.is_some(),
+            pen_in_reach: grip.pen_in_reach.is_some(),
+            over_box,
+            sees: view.seen.iter().any(|s| subject_of(s.kind).is_some()),
+            tracks: SubjectKind::ALL
+                .map(|k| nc.tracked[k as usize].as_ref().map(|t| view_of(pos, heading, t.position))),
+        };
+        let outputs = nc.brain.tick(&percepts);
+        nc.last = outputs;
+        let leader = nc.brain.leader();
+        nc.pursuing = nc.tracked[SubjectKind::Pen as usize]
+            .as_ref()
+            .filter(|_| grip.holding.is_none() && leader == Some(SubjectKind::Pen))
+            .map(|t| t.entity);
+        let dropped_into_box = nc.was_holding.is_some_and(|pen| boxed.contains(pen));
+        nc.count(power.charging, grip.holding, dropped_into_box);
+
+        // Bumping into a robot or a wall (or a box it is not bringing a pen to) blocks the way.
+        let blocked = bump.bumped
+            && bump.touching.iter().any(|e| match kinds.get(*e) {
+                Ok(Seeable::Pen) => false,
+                Ok(Seeable::Box) => leader != Some(SubjectKind::Box),
+                _ => true,
+            });
+        let (linear, angular) = nc.motion(&outputs, blocked, grip.holding.is_some(), (pos, heading), time.dt);
+        let mut facade = SkillFacade::new();
+        let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn };
+        if !executor.0.running(SkillGroup::Move).is_some_and(|s| s.same_as(&drive)) {
+            let _ = facade.set(drive);
+        }
+        if outputs.grip > 0.5 && grip.holding.is_none() && grip.pen_in_reach.is_some() {
+            let _ = facade.set(Grip);
+        } else if outputs.grip < -0.5 && grip.holding.is_some() {
+            let _ = facade.set(Release);
+        }
+        if !facade.is_empty() {
+            request.0 = Some(facade);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::network::default_network;
+    use crate::sim::rng::stream;
+
+    fn controller() -> NetworkController {
+        let blueprint = Arc::new(Blueprint::new(default_network()));
+        let search = Wander::new(SEARCH_SPEED, stream(1, "network-search", 0));
+        NetworkController::new(Brain::new(blueprint, BrainParams::default()), 25, search)
+    }
+
+    fn entity(i: u32) -> Entity {
+        Entity::from_raw_u32(i).unwrap()
+    }
+
+    fn pen(i: u32, name: &'static str, distance: f32) -> Candidate<'static> {
+        Candidate { entity: entity(i), pen: Some(name), distance, position: Vec2::new(distance, 0.0) }
+    }
+
+    fn tracked_pen(nc: &NetworkController) -> Option<Entity> {
+        nc.tracked[SubjectKind::Pen as usize].as_ref().map(|t| t.entity)
+    }
+
+    #[test]
+    fn the_nearest_pen_no_closer_robot_claimed_is_chosen() {
+        let mut nc = controller();
+        nc.hear_claims([("b", "p1", 0.5)], 10);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0), pen(2, "p2", 1.5)], "a", 10, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(2)), "p1 is b's: it is nearer");
+        // A claim from farther away does not take the pen; a tie goes to the smaller name.
+        let mut nc = controller();
+        nc.hear_claims([("b", "p1", 2.0)], 10);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)));
+        let mut nc = controller();
+        nc.hear_claims([("b", "p1", 1.0)], 10);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)), "a < b");
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "c", 10, true);
+        assert_eq!(tracked_pen(&nc), None, "b < c: c gives it up");
+    }
+
+    #[test]
+    fn a_claim_lapses_unless_repeated() {
+        let mut nc = controller();
+        nc.hear_claims([("b", "p1", 0.1)], 0);
+        nc.hear_claims([], CLAIM_LIFETIME + 1);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", CLAIM_LIFETIME + 1, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)));
+    }
+
+    #[test]
+    fn a_tracked_pen_is_given_up_at_once_and_counted() {
+        let mut nc = controller();
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 5, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)));
+        nc.hear_claims([("b", "p1", 0.2)], 6);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 0.9)], "a", 6, true);
+        assert_eq!((tracked_pen(&nc), nc.stats.yielded), (None, 1));
+    }
+
+    #[test]
+    fn the_tracked_object_is_kept_in_view_and_forgotten_out_of_view() {
+        let mut nc = controller();
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        // A nearer pen comes into view: the one it goes for stays its subject.
+        nc.choose_subject(SubjectKind::Pen, &[pen(2, "p2", 0.3), pen(1, "p1", 0.9)], "a", 1, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)));
+        // Out of view: remembered for forget_after steps, then forgotten.
+        nc.choose_subject(SubjectKind::Pen, &[], "a", 26, true);
+        assert_eq!(tracked_pen(&nc), Some(entity(1)));
+        nc.choose_subject(SubjectKind::Pen, &[], "a", 27, true);
+        assert_eq!(tracked_pen(&nc), None);
+        // A box seen is remembered as the place to bring pens to.
+        let b = Candidate { entity: entity(9), pen: None, distance: 2.0, position: Vec2::new(3.0, 1.0) };
+        nc.choose_subject(SubjectKind::Box, &[b], "a", 30, true);
+        assert_eq!(nc.known_box, Some(Vec2::new(3.0, 1.0)));
+    }
+
+    #[test]
+    fn a_pen_taken_by_another_counts_as_contested() {
+        let mut nc = controller();
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        nc.pen_taken_by_another();
+        assert_eq!((tracked_pen(&nc), nc.stats.contested), (None, 1));
+    }
+
+    #[test]
+    fn claims_are_announced_on_choosing_and_every_claim_period() {
+        let mut nc = controller();
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        // Let the network make Pen lead.
+        let percepts = Percepts {
+            power: 0.9,
+            sees: true,
+            tracks: [None, Some(View { distance: 1.0, bearing: 0.0 }), None],
+            ..Percepts::default()
+        };
+        for _ in 0..5 {
+            nc.brain.tick(&percepts);
+        }
+        assert_eq!(nc.brain.leader(), Some(SubjectKind::Pen));
+        assert_eq!(nc.claim_due(false, Vec2::ZERO, 10), Some((entity(1), 1.0)));
+        assert_eq!(nc.claim_due(false, Vec2::ZERO, 11), None);
+        assert_eq!(nc.claim_due(true, Vec2::ZERO, 10 + CLAIM_PERIOD), None, "holding a pen: nothing to claim");
+        assert!(nc.claim_due(false, Vec2::ZERO, 10 + CLAIM_PERIOD).is_some());
+        assert_eq!(nc.stats.claims_sent, 2);
+    }
+
+    #[test]
+    fn without_a_leader_the_robot_heads_for_a_known_goal_or_searches() {
+        let none = Outputs::default();
+        let mut nc = controller();
+        nc.stations = vec![Vec2::new(5.0, 0.0), Vec2::new(0.0, 2.0)];
+        nc.brain.charging = true;
+        // Facing +x at the origin: the nearer station is up, to the left.
+        let (linear, angular) = nc.motion(&none, false, false, (Vec2::ZERO, 0.0), 0.02);
+        assert!(angular > 0.0 && linear >= 0.0, "({linear}, {angular})");
+        // Holding a pen: to the box last seen, behind to the right.
+        nc.brain.charging = false;
+        nc.known_box = Some(Vec2::new(-1.0, -1.0));
+        let (_, angular) = nc.motion(&none, false, true, (Vec2::ZERO, 0.0), 0.02);
+        assert!(angular < 0.0, "{angular}");
+        // The network's own command when it has one.
+        let command = Outputs { speed: Some(0.4), turn: Some(-0.2), grip: 0.0 };
+        assert_eq!(nc.motion(&command, false, true, (Vec2::ZERO, 0.0), 0.02), (0.4, -0.2));
+        // A blocking bump: the search backs off and turns, whatever the network says.
+        let (linear, angular) = nc.motion(&command, true, true, (Vec2::ZERO, 0.0), 0.02);
+        assert!(linear < 0.0 && angular.abs() == 1.0, "({linear}, {angular})");
+    }
+}

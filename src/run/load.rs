@@ -1,0 +1,58 @@
+//! Loading a scene: the running simulation is replaced by a fresh one built from the scene. Every
+//! scene entity, the physics context, the step counter, the hash and the random streams start
+//! afresh, so a reloaded scene runs exactly like a freshly started one.
+//!
+//! The loader spawns the world and the robots' bodies; every subsystem attaches its own parts to
+//! each robot in an observer of the robot being added (they read the robot's entry in
+//! [`ActiveScene`], which is in place before the first robot spawns), and sets up its scene-wide
+//! state in [`LoadSystems::React`] on [`SceneLoaded`].
+
+use bevy::prelude::*;
+
+use super::physics;
+use crate::robot::spawn_robot;
+use crate::scene::{ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneSource, SceneStatus};
+use crate::sim::rng::SimSeed;
+use crate::sim::{LoadSystems, RobotOrder, SimClock, SimTime, TrajectoryHash};
+use crate::world::spawn_world;
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<PendingScene>()
+        .init_resource::<SceneStatus>()
+        .add_message::<SceneLoaded>()
+        .add_systems(PreUpdate, apply_pending_scene.in_set(LoadSystems::Load));
+}
+
+fn apply_pending_scene(world: &mut World) {
+    if let Some((scene, source)) = world.resource_mut::<PendingScene>().0.take() {
+        load_now(world, scene, source);
+    }
+}
+
+/// Replaces the running simulation with `scene`. The scene must be valid (see
+/// [`crate::scene::validate::validate`]).
+pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
+    let old: Vec<Entity> = world.query_filtered::<Entity, With<SceneEntity>>().iter(world).collect();
+    for e in old {
+        world.despawn(e);
+    }
+    physics::new_context(world, scene.dt, scene.substeps);
+    world.insert_resource(SimTime { step: 0, dt: scene.dt as f32, dt_exact: scene.dt });
+    world.insert_resource(TrajectoryHash::default());
+    world.insert_resource(SimSeed(scene.seed));
+    world.resource_mut::<SimClock>().clear();
+    // In place before anything spawns: the subsystems' observers read the robots' entries.
+    let generation = world.get_resource::<ActiveScene>().map_or(1, |a| a.generation + 1);
+    world.insert_resource(ActiveScene { scene: scene.clone(), source, generation });
+
+    let (dens, mut bodies) = spawn_world(world, &scene);
+    let mut order = Vec::with_capacity(scene.robots.len());
+    for (i, spec) in scene.robots.iter().enumerate() {
+        let den = spec.den.as_ref().and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
+        order.push(spawn_robot(world, spec, i as u32, den));
+    }
+    bodies.extend(order.iter().copied());
+    world.insert_resource(RobotOrder(order));
+    physics::init_bodies(world, &bodies);
+    world.write_message(SceneLoaded { generation });
+}

@@ -1,0 +1,32 @@
+//! Assembling a world from a scene and running it: scene loading and physics initialisation,
+//! the headless runner, the benchmark, the run report and (in the app) hot reload. The top of the
+//! simulation: it may use every subsystem, and none uses it.
+
+use bevy::prelude::*;
+
+pub mod bench;
+pub mod headless;
+pub mod hot_reload;
+pub mod load;
+pub mod physics;
+pub mod report;
+
+pub use load::load_now;
+
+/// The simulation without any presentation. Needs Bevy's time, task pool and transform plugins
+/// (`MinimalPlugins` + `TransformPlugin`, or `DefaultPlugins`).
+pub struct SimPlugin;
+
+impl Plugin for SimPlugin {
+    fn build(&self, app: &mut App) {
+        crate::sim::plugin(app);
+        physics::plugin(app);
+        load::plugin(app);
+        crate::world::plugin(app);
+        crate::robot::plugin(app);
+        crate::botlink::plugin(app);
+        crate::comms::plugin(app);
+        crate::skills::plugin(app);
+        crate::control::plugin(app);
+    }
+}

@@ -1,0 +1,139 @@
+//! The run metrics: what `crsim run` prints and writes as JSON. Subsystems add their own
+//! sections (for example `comms`, `collect`, `explore`) through the registry in
+//! [`crate::sim::report`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::robot::{Battery, Odometry, Robot, pose};
+use crate::scene::ActiveScene;
+use crate::sim::rng::SimSeed;
+use crate::sim::{ReportSections, RobotOrder, SimTime, TrajectoryHash};
+use crate::world::{Boxed, Held, Pen};
+
+/// Per-robot results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RobotReport {
+    pub name: String,
+    pub x: f32,
+    pub y: f32,
+    pub heading_deg: f32,
+    pub distance_m: f32,
+    pub collisions: u32,
+    /// Remaining charge, in the battery's units.
+    pub battery: f32,
+    /// Remaining charge as a fraction of capacity.
+    pub battery_fraction: f32,
+    pub battery_depletions: u32,
+}
+
+/// Pens on the floor, held and boxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PenReport {
+    pub total: u32,
+    pub held: u32,
+    pub boxed: u32,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub scene: String,
+    pub seed: u64,
+    pub steps: u64,
+    pub dt: f32,
+    pub sim_time_s: f64,
+    pub wall_time_s: f64,
+    /// Trajectory hash, 16 hex digits.
+    pub hash: String,
+    pub robots: Vec<RobotReport>,
+    pub pens: PenReport,
+    /// Sections added by subsystems, keyed by name.
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, serde_json::Value>,
+}
+
+/// Gathers the report of the loaded scene as it stands.
+pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
+    let time = *world.resource::<SimTime>();
+    let hash = world.resource::<TrajectoryHash>().hex();
+    let seed = world.resource::<SimSeed>().0;
+    let scene = world.get_resource::<ActiveScene>().map_or_else(String::new, |s| s.scene.name.clone());
+    let order = world.resource::<RobotOrder>().0.clone();
+    let mut robots_q = world.query::<(&Name, &Transform, &Odometry, &Battery)>();
+    let robots = order
+        .iter()
+        .filter_map(|&e| robots_q.get(world, e).ok())
+        .map(|(name, t, odo, battery)| {
+            let (p, heading) = pose(t);
+            RobotReport {
+                name: name.to_string(),
+                x: p.x,
+                y: p.y,
+                heading_deg: heading.to_degrees(),
+                distance_m: odo.distance,
+                collisions: odo.collisions,
+                battery: battery.charge,
+                battery_fraction: battery.level(),
+                battery_depletions: battery.depletions,
+            }
+        })
+        .collect();
+    let mut pens_q = world.query_filtered::<(Has<Held>, Has<Boxed>), (With<Pen>, Without<Robot>)>();
+    let mut pens = PenReport { total: 0, held: 0, boxed: 0 };
+    for (held, boxed) in pens_q.iter(world) {
+        pens.total += 1;
+        pens.held += u32::from(held);
+        pens.boxed += u32::from(boxed);
+    }
+    let fns = world.get_resource::<ReportSections>().map(|s| s.0.clone()).unwrap_or_default();
+    let sections = fns.into_iter().filter_map(|f| f(world)).collect();
+    RunReport {
+        scene,
+        seed,
+        steps: time.step,
+        dt: time.dt,
+        sim_time_s: time.seconds(),
+        wall_time_s,
+        hash,
+        robots,
+        pens,
+        sections,
+    }
+}
+
+impl RunReport {
+    /// The human summary `crsim run` prints.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let rate = if self.wall_time_s > 0.0 { self.steps as f64 / self.wall_time_s } else { 0.0 };
+        let _ = writeln!(s, "scene: {}  seed: {}", self.scene, self.seed);
+        let _ = writeln!(
+            s,
+            "steps: {}  sim_time_s: {:.3}  wall_time_s: {:.3}  steps_per_s: {:.0}",
+            self.steps, self.sim_time_s, self.wall_time_s, rate
+        );
+        let _ = writeln!(s, "pens: {} total, {} held, {} boxed", self.pens.total, self.pens.held, self.pens.boxed);
+        let shown = self.robots.len().min(20);
+        for r in &self.robots[..shown] {
+            let _ = writeln!(
+                s,
+                "  {:<12} at ({:6.2}, {:6.2})  distance {:7.2} m  collisions {:4}  battery {:5.1}%",
+                r.name,
+                r.x,
+                r.y,
+                r.distance_m,
+                r.collisions,
+                r.battery_fraction * 100.0
+            );
+        }
+        if self.robots.len() > shown {
+            let _ = writeln!(s, "  ... and {} more robots", self.robots.len() - shown);
+        }
+        let _ = write!(s, "hash: {}", self.hash);
+        s
+    }
+}
