@@ -240,7 +240,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
 fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = 0;
     for f in files {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let text = crsim::scene::load::read_text(f).unwrap_or_default();
         let result = if crsim::scene::network::is_structure_text(&text) {
             crsim::scene::network::parse_network(&text, &f.display().to_string()).map(|_| ())
         } else {

@@ -40,11 +40,12 @@ fn check_accepts_the_shipped_scenes() {
         "scenes/collectors.ron",
         "scenes/swarm.ron",
         "scenes/wenv.ron",
+        "scenes/lossy.ron",
         "assets/network.ron",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 7, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(": ok")).count(), 8, "{stdout}");
 }
 
 #[test]

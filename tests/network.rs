@@ -230,3 +230,64 @@ fn editing_the_structure_file_reloads_the_scene() {
     assert_eq!(app.world().resource::<crsim::sim::SimTime>().step, 10);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped lossy radio: claims are lost, arrive late, stay out of range, and one pair's
+/// link is off; every message is accounted for under its cause.
+#[test]
+fn the_lossy_scene_shows_every_kind_of_drop() {
+    let (scene, _) = load_scene_file(&scene_path("lossy.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    run_steps(&mut app, 3000);
+    let report = build_report(app.world_mut(), 0.0);
+    let c = &report.sections["comms"];
+    let dropped = |cause: &str| c["dropped"][cause].as_u64().unwrap();
+    assert!(dropped("lost") > 0, "{c}");
+    assert!(dropped("out_of_range") > 0, "{c}");
+    assert!(dropped("link_off") > 0, "{c}");
+    assert!(c["mean_latency_steps"].as_f64().unwrap() >= 10.0, "{c}");
+    assert!(c["max_latency_steps"].as_u64().unwrap() >= 50, "{c}");
+    let sent = c["sent"].as_u64().unwrap();
+    assert_eq!(
+        sent,
+        c["delivered"].as_u64().unwrap() + c["in_flight"].as_u64().unwrap() + c["dropped_total"].as_u64().unwrap()
+    );
+}
+
+/// Twelve simulated minutes of the pens scene (all pens are boxed within the first minute, so
+/// the robots then have nothing to collect): recharging keeps every robot alive.
+#[test]
+fn in_a_long_run_no_battery_runs_dry() {
+    let (scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    run_steps(&mut app, 36_000);
+    let report = build_report(app.world_mut(), 0.0);
+    assert_eq!(report.sections["collect"]["batteries_depleted"], 0, "{}", report.sections["collect"]);
+    for r in &report.robots {
+        assert_eq!(r.battery_depletions, 0, "{}", r.name);
+    }
+    assert!(report.sections["collect"]["charging_visits"].as_u64().unwrap() >= 6);
+}
+
+/// Two robots with nothing to collect share one station at the far end of a room, behind a
+/// partition they must go round: both keep charging there, and neither battery runs dry.
+#[test]
+fn a_far_station_behind_a_partition_shared_by_two_robots_keeps_both_alive() {
+    let mut s = SceneFile::empty("far", 10.0, 3.0);
+    s.walls.push(WallSpec { name: "partition".into(), from: (5.0, 0.0), to: (5.0, 2.2), thickness: 0.1 });
+    s.stations.push(StationSpec { name: "charger".into(), pos: (9.6, 0.5), radius: 0.3, rate: 2.0 });
+    for (i, (x, y)) in [(0.5, 0.5), (0.5, 1.5)].into_iter().enumerate() {
+        let mut r = RobotSpec::new(format!("r{i}"), x, y, 0.0);
+        r.battery = BatterySpec { capacity: 20.0, initial: Some(10.0), ..BatterySpec::default() };
+        r.controller = ControllerSpec::network();
+        s.robots.push(r);
+    }
+    let mut app = headless_app(s, SceneSource::Generated);
+    run_steps(&mut app, 45_000);
+    let report = build_report(app.world_mut(), 0.0);
+    for r in &report.robots {
+        assert_eq!(r.battery_depletions, 0, "{} ran dry: {}", r.name, report.sections["collect"]);
+    }
+    for r in report.sections["collect"]["robots"].as_array().unwrap() {
+        assert!(r["charging_visits"].as_u64().unwrap() >= 2, "{r}");
+    }
+}

@@ -14,7 +14,7 @@
 //! - delay and loss are decided at send time; `received_step = sent_step + delay`;
 //! - `get_messages(robot, step)` returns every queued message with `received_step <= step`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use rand::RngExt;
@@ -63,7 +63,9 @@ impl RobotParams {
     }
 }
 
-/// Overrides for one sender → receiver pair; `None` leaves the other levels in charge.
+/// Parameters for one sender → receiver pair, combined with the other two levels; `None` leaves
+/// them in charge. The pair's link must be on too, its range and probability narrow the others'
+/// (smallest range, product), and its delay replaces the system's plus the sender's.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PairParams {
     pub link: Option<bool>,
@@ -229,6 +231,41 @@ pub struct CommsModel<T> {
     rng: SimRng,
     seq: u64,
     pub stats: CommsStats,
+    /// Registered robots whose incoming link is off, valid unless `params_dirty`.
+    incoming_off: usize,
+    params_dirty: bool,
+}
+
+/// What became of one send: the messages queued (with the receive step of the last one) and
+/// those dropped, by cause. A point-to-point send is one message; a broadcast one per other
+/// registered robot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sent {
+    pub queued: u64,
+    pub received_step: Option<u64>,
+    pub dropped: BTreeMap<DropCause, u64>,
+}
+
+impl Sent {
+    fn record(&mut self, outcome: Result<u64, DropCause>) {
+        match outcome {
+            Ok(step) => {
+                self.queued += 1;
+                self.received_step = Some(step);
+            }
+            Err(cause) => *self.dropped.entry(cause).or_default() += 1,
+        }
+    }
+
+    /// Messages dropped for `cause`.
+    pub fn dropped(&self, cause: DropCause) -> u64 {
+        self.dropped.get(&cause).copied().unwrap_or(0)
+    }
+
+    /// All messages of this send.
+    pub fn total(&self) -> u64 {
+        self.queued + self.dropped.values().sum::<u64>()
+    }
 }
 
 impl<T: Clone> CommsModel<T> {
@@ -241,6 +278,8 @@ impl<T: Clone> CommsModel<T> {
             rng,
             seq: 0,
             stats: CommsStats::default(),
+            incoming_off: 0,
+            params_dirty: false,
         }
     }
 
@@ -253,6 +292,7 @@ impl<T: Clone> CommsModel<T> {
         let record =
             RobotRecord { params: RobotParams::new(kind), inbox: BTreeMap::new(), stats: CommsStats::default() };
         self.robots.insert(name.to_string(), record);
+        self.params_dirty = true;
         Ok(())
     }
 
@@ -267,6 +307,7 @@ impl<T: Clone> CommsModel<T> {
             self.stats.drop(DropCause::UnknownRobot);
         }
         self.pairs.retain(|(a, b), _| a != name && b != name);
+        self.params_dirty = true;
         Ok(())
     }
 
@@ -275,6 +316,7 @@ impl<T: Clone> CommsModel<T> {
     }
 
     pub fn robot_params_mut(&mut self, name: &str) -> Option<&mut RobotParams> {
+        self.params_dirty = true;
         self.robots.get_mut(name).map(|r| &mut r.params)
     }
 
@@ -292,10 +334,15 @@ impl<T: Clone> CommsModel<T> {
         Some(effective_link(&self.system, &s.params, &r.params, self.pair(sender, receiver)))
     }
 
-    /// Sends `content` at `step`. A broadcast goes to each of `candidates` (the robots the caller's
-    /// spatial index found near the sender; the sender itself is skipped), each with its own
-    /// loss draw; `distance` gives the distance between two robots at send time. Returns what
-    /// happened to each message (one for point to point, one per candidate for a broadcast).
+    /// Sends `content` at `step`, checking in the order of seed 000: the system link, then the
+    /// sender (its ability for this kind of message, its outgoing link), then each receiver
+    /// (links, range, delivery probability, room in its queue).
+    ///
+    /// A broadcast goes to every other registered robot. `candidates` are the robots the caller's
+    /// spatial index found within the sender's widest range (any others are out of range, or
+    /// have their link off): each is decided on its own, with its own loss draw, and so is every
+    /// robot with pair parameters from this sender; the rest are counted in bulk. `distance`
+    /// gives the distance between two robots at send time.
     pub fn send(
         &mut self,
         sender: &str,
@@ -304,37 +351,89 @@ impl<T: Clone> CommsModel<T> {
         step: u64,
         candidates: &[String],
         distance: impl Fn(&str, &str) -> Option<f32>,
-    ) -> Vec<Result<u64, DropCause>> {
+    ) -> Sent {
+        let mut sent = Sent::default();
         let Some(from) = self.robots.get(sender) else {
             self.stats.errors += 1;
-            return vec![self.settle_drop(sender, DropCause::UnknownRobot)];
+            self.settle_drops(sender, DropCause::UnknownRobot, 1, &mut sent);
+            return sent;
         };
-        let kind = from.params.kind;
-        let receivers: Vec<String> = match &target {
-            Target::Robot(r) => {
-                if !kind.point_to_point {
-                    return vec![self.settle_drop(sender, DropCause::NoAbility)];
-                }
-                vec![r.clone()]
-            }
-            Target::Broadcast => {
-                if !kind.broadcast {
-                    return vec![self.settle_drop(sender, DropCause::NoAbility)];
-                }
-                candidates.iter().filter(|c| c.as_str() != sender).cloned().collect()
-            }
-        };
+        let params = from.params;
         let broadcast = target == Target::Broadcast;
-        receivers.into_iter().map(|r| self.send_one(sender, &r, broadcast, content.clone(), step, &distance)).collect()
+        // How many messages this send is: one, or one per other registered robot.
+        let count = if broadcast { self.robots.len() as u64 - 1 } else { 1 };
+        let able = if broadcast { params.kind.broadcast } else { params.kind.point_to_point };
+        // The system link first, then the sender's ability, then its outgoing link.
+        let sender_cause = if !self.system.link {
+            Some(DropCause::LinkOff)
+        } else if !able {
+            Some(DropCause::NoAbility)
+        } else if !params.outgoing {
+            Some(DropCause::LinkOff)
+        } else {
+            None
+        };
+        if let Some(cause) = sender_cause {
+            self.settle_drops(sender, cause, count, &mut sent);
+            return sent;
+        }
+        let Target::Robot(receiver) = target else {
+            // Broadcast: the candidates (in the caller's order) and the receivers with pair
+            // parameters (in name order) one by one, the rest in bulk.
+            let mut pair_receivers: Vec<&String> =
+                self.pairs.keys().filter(|(a, b)| a == sender && b != sender).map(|(_, b)| b).collect();
+            pair_receivers.sort_unstable();
+            let mut order: Vec<String> = Vec::with_capacity(candidates.len() + pair_receivers.len());
+            let mut taken: HashSet<&str> = HashSet::with_capacity(candidates.len() + pair_receivers.len());
+            for r in candidates.iter().chain(pair_receivers) {
+                if r != sender && self.robots.contains_key(r) && taken.insert(r.as_str()) {
+                    order.push(r.clone());
+                }
+            }
+            for r in &order {
+                let outcome = self.send_one(sender, r, true, content.clone(), step, &distance);
+                sent.record(outcome);
+            }
+            let rest = count - order.len() as u64;
+            if rest > 0 {
+                self.refresh_incoming_off();
+                let off_decided =
+                    order.iter().filter(|r| self.robots.get(r.as_str()).is_some_and(|r| !r.params.incoming)).count();
+                let off = (self.incoming_off - usize::from(!params.incoming) - off_decided) as u64;
+                self.settle_drops(sender, DropCause::LinkOff, off.min(rest), &mut sent);
+                self.settle_drops(sender, DropCause::OutOfRange, rest - off.min(rest), &mut sent);
+            }
+            return sent;
+        };
+        let outcome = self.send_one(sender, &receiver, false, content, step, &distance);
+        sent.record(outcome);
+        sent
+    }
+
+    /// Recounts the robots whose incoming link is off after their parameters may have changed.
+    fn refresh_incoming_off(&mut self) {
+        if self.params_dirty {
+            self.incoming_off = self.robots.values().filter(|r| !r.params.incoming).count();
+            self.params_dirty = false;
+        }
+    }
+
+    fn settle_drops(&mut self, sender: &str, cause: DropCause, n: u64, sent: &mut Sent) {
+        if n == 0 {
+            return;
+        }
+        self.stats.sent += n;
+        *self.stats.dropped.entry(cause).or_default() += n;
+        if let Some(s) = self.robots.get_mut(sender) {
+            s.stats.sent += n;
+            *s.stats.dropped.entry(cause).or_default() += n;
+        }
+        *sent.dropped.entry(cause).or_default() += n;
     }
 
     fn settle_drop(&mut self, sender: &str, cause: DropCause) -> Result<u64, DropCause> {
-        self.stats.sent += 1;
-        self.stats.drop(cause);
-        if let Some(s) = self.robots.get_mut(sender) {
-            s.stats.sent += 1;
-            s.stats.drop(cause);
-        }
+        let mut sent = Sent::default();
+        self.settle_drops(sender, cause, 1, &mut sent);
         Err(cause)
     }
 
@@ -466,9 +565,9 @@ mod tests {
     fn queue_order_by_receive_step_ties_in_sending_order() {
         let mut m = model(&["a", "b", "c"]);
         m.set_pair("a", "c", PairParams { delay: Some(3), ..default_pair() });
-        m.send("a", Target::Robot("c".into()), "late", 0, &[], near).remove(0).unwrap();
-        m.send("b", Target::Robot("c".into()), "first", 2, &[], near).remove(0).unwrap();
-        m.send("a", Target::Robot("c".into()), "tie-a", 0, &[], near).remove(0).unwrap();
+        for (from, what, step) in [("a", "late", 0), ("b", "first", 2), ("a", "tie-a", 0)] {
+            assert_eq!(m.send(from, Target::Robot("c".into()), what, step, &[], near).queued, 1);
+        }
         let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| m.content).collect();
         // "first" arrives at step 2; "late" and "tie-a" both at 3, in sending order.
         assert_eq!(got, vec!["first", "late", "tie-a"]);
@@ -479,7 +578,7 @@ mod tests {
     fn delay_holds_messages_until_their_step() {
         let mut m = model(&["a", "b"]);
         m.system.delay = 4;
-        assert_eq!(m.send("a", Target::Robot("b".into()), "x", 10, &[], near), vec![Ok(14)]);
+        assert_eq!(m.send("a", Target::Robot("b".into()), "x", 10, &[], near).received_step, Some(14));
         assert!(m.get_messages("b", 13).unwrap().is_empty());
         let got = m.get_messages("b", 20).unwrap();
         assert_eq!((got.len(), got[0].received_step), (1, 14));
@@ -505,7 +604,7 @@ mod tests {
         m.system.range = Some(5.0);
         let dist = |_: &str, r: &str| Some(if r == "d" { 9.0 } else { 2.0 });
         let out = m.send("a", Target::Broadcast, "hello", 0, &names(&["a", "b", "c", "d"]), dist);
-        assert_eq!(out, vec![Ok(0), Ok(0), Err(DropCause::OutOfRange)]);
+        assert_eq!((out.queued, out.dropped(DropCause::OutOfRange), out.total()), (2, 1, 3));
         assert!(m.get_messages("a", 0).unwrap().is_empty());
         let got = m.get_messages("b", 0).unwrap();
         assert_eq!((got[0].receiver.clone(), got[0].sender.as_str()), (None, "a"));
@@ -518,18 +617,21 @@ mod tests {
         let mut m = model(&["b"]);
         m.register("shy", CommType { broadcast: false, point_to_point: true }).unwrap();
         m.register("loud", CommType { broadcast: true, point_to_point: false }).unwrap();
-        assert_eq!(m.send("shy", Target::Broadcast, "x", 0, &names(&["b"]), near), vec![Err(DropCause::NoAbility)]);
-        assert_eq!(m.send("loud", Target::Robot("b".into()), "x", 0, &[], near), vec![Err(DropCause::NoAbility)]);
-        assert_eq!(m.send("shy", Target::Robot("b".into()), "x", 0, &[], near), vec![Ok(0)]);
-        assert_eq!(m.send("loud", Target::Broadcast, "x", 0, &names(&["b"]), near), vec![Ok(0)]);
+        // A broadcast is one message for every other registered robot: b and the other robot.
+        assert_eq!(m.send("shy", Target::Broadcast, "x", 0, &names(&["b"]), near).dropped(DropCause::NoAbility), 2);
+        assert_eq!(m.send("loud", Target::Robot("b".into()), "x", 0, &[], near).dropped(DropCause::NoAbility), 1);
+        assert_eq!(m.send("shy", Target::Robot("b".into()), "x", 0, &[], near).queued, 1);
+        // Everyone but b is beyond the spatial index's reach: out of range, counted all the same.
+        let out = m.send("loud", Target::Broadcast, "x", 0, &names(&["b"]), near);
+        assert_eq!((out.queued, out.dropped(DropCause::OutOfRange)), (1, 1));
     }
 
     #[test]
     fn unknown_robots_and_double_registration_are_errors_and_counted() {
         let mut m = model(&["a"]);
         assert_eq!(m.register("a", BOTH), Err(CommsError::AlreadyRegistered("a".into())));
-        assert_eq!(m.send("ghost", Target::Robot("a".into()), "x", 0, &[], near), vec![Err(DropCause::UnknownRobot)]);
-        assert_eq!(m.send("a", Target::Robot("ghost".into()), "x", 0, &[], near), vec![Err(DropCause::UnknownRobot)]);
+        assert_eq!(m.send("ghost", Target::Robot("a".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot), 1);
+        assert_eq!(m.send("a", Target::Robot("ghost".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot), 1);
         assert!(m.get_messages("ghost", 0).is_err());
         assert_eq!(m.stats.errors, 4);
         assert!(identity_holds(&m));
@@ -539,8 +641,8 @@ mod tests {
     fn overflow_is_counted() {
         let mut m = model(&["a", "b"]);
         m.capacity = 2;
-        let out: Vec<_> = (0..3).map(|i| m.send("a", Target::Robot("b".into()), "x", i, &[], near).remove(0)).collect();
-        assert_eq!(out, vec![Ok(0), Ok(1), Err(DropCause::InboxFull)]);
+        let out: Vec<_> = (0..3).map(|i| m.send("a", Target::Robot("b".into()), "x", i, &[], near).queued).collect();
+        assert_eq!(out, vec![1, 1, 0]);
         assert_eq!(m.stats.dropped[&DropCause::InboxFull], 1);
     }
 
@@ -573,6 +675,56 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_receiver_of_a_broadcast_is_queued_or_counted_with_its_cause() {
+        let robots = ["a", "b", "c", "d", "e", "f"];
+        let mut m = model(&robots);
+        m.system.range = Some(3.0);
+        m.robot_params_mut("e").unwrap().incoming = false;
+        m.set_pair("a", "f", PairParams { link: Some(false), ..default_pair() });
+        let dist = |_: &str, r: &str| Some(if r == "b" { 1.0 } else { 10.0 });
+        // The spatial index found b only; c and d are far, e hears nothing, f not from a.
+        let out = m.send("a", Target::Broadcast, "x", 0, &names(&["b"]), dist);
+        assert_eq!(out.queued, 1);
+        assert_eq!(out.dropped(DropCause::OutOfRange), 2);
+        assert_eq!(out.dropped(DropCause::LinkOff), 2);
+        assert_eq!(out.total(), 5);
+        assert_eq!(m.robot("a").unwrap().stats.sent, 5);
+        assert!(identity_holds(&m));
+    }
+
+    #[test]
+    fn checks_follow_seed_000_system_link_then_sender_then_receivers() {
+        // With the system link off, a robot without the ability is counted as link off.
+        let mut m = model(&["b", "c"]);
+        m.register("mute", CommType { broadcast: false, point_to_point: false }).unwrap();
+        m.system.link = false;
+        let out = m.send("mute", Target::Broadcast, "x", 0, &names(&["b", "c"]), near);
+        assert_eq!((out.dropped(DropCause::LinkOff), out.dropped(DropCause::NoAbility)), (2, 0));
+        // With it on, the ability comes before the sender's outgoing link.
+        m.system.link = true;
+        m.robot_params_mut("mute").unwrap().outgoing = false;
+        let out = m.send("mute", Target::Robot("b".into()), "x", 0, &[], near);
+        assert_eq!(out.dropped(DropCause::NoAbility), 1);
+        // A receiver out of range whose link is off is counted as link off: links come first.
+        m.robot_params_mut("c").unwrap().incoming = false;
+        m.system.range = Some(1.0);
+        let out = m.send("b", Target::Robot("c".into()), "x", 0, &[], |_, _| Some(5.0));
+        assert_eq!(out.dropped(DropCause::LinkOff), 1);
+    }
+
+    #[test]
+    fn a_pair_combines_with_the_other_levels_and_its_delay_replaces_theirs() {
+        let mut m = model(&["a", "b"]);
+        m.system = SystemParams { link: true, range: Some(5.0), delay: 2, probability: 1.0 };
+        // A wider pair range does not reach further than the system's.
+        m.set_pair("a", "b", PairParams { range: Some(50.0), delay: Some(7), ..default_pair() });
+        let out = m.send("a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(8.0));
+        assert_eq!(out.dropped(DropCause::OutOfRange), 1);
+        let out = m.send("a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(4.0));
+        assert_eq!(out.received_step, Some(7));
+    }
+
+    #[test]
     fn same_seed_same_deliveries() {
         let run = |seed| {
             let mut m: CommsModel<u32> =
@@ -581,7 +733,7 @@ mod tests {
                 m.register(n, BOTH).unwrap();
             }
             (0..200)
-                .map(|i| m.send("a", Target::Robot("b".into()), i, i as u64, &[], near)[0].is_ok())
+                .map(|i| m.send("a", Target::Robot("b".into()), i, i as u64, &[], near).queued == 1)
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(3), run(3));

@@ -1,6 +1,7 @@
 //! Reading scene files: RON syntax errors with file, line and column, then the semantic checks
 //! of [`super::validate`]. Never panics on any input.
 
+use std::io::Read;
 use std::path::Path;
 
 use ron::extensions::Extensions;
@@ -14,6 +15,44 @@ use super::validate::validate;
 pub const DEFAULT_SCENE: &str = include_str!("../../scenes/pens.ron");
 /// The name shown for the embedded scene.
 pub const DEFAULT_SCENE_NAME: &str = "<built-in pens.ron>";
+
+/// The largest scene or network structure file crsim reads, bytes.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads a scene or network structure file as text: only a regular file (a FIFO or a device
+/// would block or never end), at most [`MAX_FILE_BYTES`], and UTF-8 (a bad byte is an error at
+/// its line and column).
+pub fn read_text(path: &Path) -> Result<String, SceneLoadError> {
+    let shown = path.display().to_string();
+    let io = |message: String| SceneLoadError::Io { path: shown.clone(), message };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io("not a regular file".into()));
+    }
+    let too_big = |n: u64| io(format!("{n} bytes is more than the {MAX_FILE_BYTES} bytes crsim reads"));
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| io(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..at];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let col = at - before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1) + 1;
+        SceneLoadError::Syntax {
+            path: shown.clone(),
+            line,
+            col,
+            message: format!("not UTF-8 text: byte 0x{:02x} at offset {at}", e.as_bytes()[at]),
+        }
+    })
+}
 
 /// RON options for scenes: `Some(x)` may be written as plain `x`.
 fn ron_options() -> ron::Options {
@@ -36,8 +75,7 @@ pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> 
 /// scene and the text it came from.
 pub fn load_scene_file(path: &Path) -> Result<(SceneFile, String), SceneLoadError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SceneLoadError::Io { path: shown.clone(), message: e.to_string() })?;
+    let text = read_text(path)?;
     let mut scene = parse_scene(&text, &shown)?;
     resolve_network(&mut scene, path.parent().unwrap_or(Path::new(".")), &shown)?;
     Ok((scene, text))
@@ -56,7 +94,7 @@ pub fn resolve_network(scene: &mut SceneFile, scene_dir: &Path, shown: &str) -> 
         path: shown.to_string(),
         errors: vec![SceneError { item: "network".into(), message }],
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| invalid(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_text(&path).map_err(|e| invalid(e.to_string()))?;
     let structure = super::network::parse_network(&text, &path.display().to_string())
         .map_err(|e| invalid(e.replace('\n', "; ")))?;
     scene.network_structure = Some(structure);
@@ -152,6 +190,44 @@ mod tests {
     fn missing_file_is_an_io_error() {
         let e = load_scene_file(Path::new("/no/such/scene.ron")).unwrap_err();
         assert!(e.to_string().starts_with("/no/such/scene.ron: cannot read:"), "{e}");
+    }
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let dir = std::env::temp_dir().join(format!("crsim-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.ron");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        if made {
+            // Opening a FIFO with no writer would block forever.
+            assert_eq!(
+                read_text(&fifo).unwrap_err().to_string(),
+                format!("{}: cannot read: not a regular file", fifo.display())
+            );
+        }
+        let e = read_text(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero: cannot read: not a regular file");
+        let big = dir.join("big.ron");
+        std::fs::File::create(&big).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+        assert!(read_text(&big).unwrap_err().to_string().contains("more than the 16777216 bytes"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_gives_the_position_of_the_bad_byte() {
+        let dir = std::env::temp_dir().join(format!("crsim-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("latin1.ron");
+        std::fs::write(&path, b"SceneFile(\n  name: \"caf\xe9\",\n)").unwrap();
+        match load_scene_file(&path) {
+            Err(SceneLoadError::Syntax { line, col, message, .. }) => {
+                assert_eq!((line, col), (2, 13));
+                assert_eq!(message, "not UTF-8 text: byte 0xe9 at offset 23");
+            }
+            other => panic!("{other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -160,7 +160,10 @@ impl SkillExecutor {
         facade.into_skills().map(|s| self.assign(s, ctx, out, notes)).collect()
     }
 
-    /// Advances simulated time by `dt`; ticks the slots when a period has passed. Returns
+    /// Advances simulated time by `dt`; ticks the slots once a period has passed since the last
+    /// tick. The skills see the time that really passed since then (`ctx.period`): the period
+    /// itself when steps are shorter, a whole step when steps are longer (the world only changes
+    /// once a step, so ticking several times on the same state would add nothing). Returns
     /// whether a tick happened.
     pub fn advance(&mut self, dt: f32, ctx: &SkillContext, out: &mut Vec<Command>, notes: &mut Vec<SkillNote>) -> bool {
         self.since_tick += dt;
@@ -168,11 +171,9 @@ impl SkillExecutor {
         if self.since_tick + 1e-6 < self.period {
             return false;
         }
-        self.since_tick -= self.period;
-        if self.since_tick < 1e-6 {
-            self.since_tick = 0.0;
-        }
-        let ctx = SkillContext { period: self.period, ..*ctx };
+        let elapsed = self.since_tick;
+        self.since_tick = 0.0;
+        let ctx = SkillContext { period: elapsed, ..*ctx };
         for slot in &mut self.slots {
             let Some(skill) = slot.as_mut() else { continue };
             let (commands, status) = skill.tick(&ctx);
@@ -283,6 +284,33 @@ mod tests {
         assert_eq!(out, vec![Command::Lamp { on: false }]);
         let ticks = (0..10).filter(|_| ex.advance(0.02, &ctx(), &mut out, &mut notes)).count();
         assert_eq!(ticks, 10);
+    }
+
+    #[test]
+    fn with_steps_longer_than_the_period_skills_see_the_time_that_passed() {
+        let mut ex = SkillExecutor::new(0.02);
+        let (mut out, mut notes) = (vec![], vec![]);
+        // 60 ms of motion with 50 ms steps: done at the first tick at or after 60 ms, 100 ms.
+        ex.assign(Box::new(MoveFor::new(0.3, 0.0, 0.06)), &ctx(), &mut out, &mut notes);
+        assert!(ex.advance(0.05, &ctx(), &mut out, &mut notes));
+        assert!(ex.running(SkillGroup::Move).is_some());
+        assert!(ex.advance(0.05, &ctx(), &mut out, &mut notes));
+        assert!(ex.running(SkillGroup::Move).is_none());
+        // A quarter turn with 50 ms steps lands on its heading without overshooting.
+        let mut skill = TurnTo { heading: FRAC_PI_2 };
+        let mut c = SkillContext { period: 0.05, ..ctx() };
+        let mut settled = false;
+        for _ in 0..100 {
+            let (cmds, status) = skill.tick(&c);
+            if status == SkillStatus::Done {
+                settled = true;
+                break;
+            }
+            let Command::Move { angular, .. } = cmds[0] else { panic!() };
+            c.heading += angular * 0.05;
+            assert!(c.heading <= FRAC_PI_2 + 1e-4, "overshoot to {}", c.heading);
+        }
+        assert!(settled);
     }
 
     #[test]

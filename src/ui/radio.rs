@@ -1,5 +1,5 @@
 //! The radio section of the panel: system parameters, the selected robot's parameters, the pair
-//! overrides from the selected robot to its partner (shift-click) with the effective link,
+//! parameters from the selected robot to its partner (shift-click) with the effective link,
 //! the selected robot's inbox, the counters and a live plot of delivery ratio and latency. It
 //! writes only parameters, which take effect on the next step.
 
@@ -210,9 +210,9 @@ pub fn radio_section(
                 ui.selectable_value(&mut pair.link, Some(false), "off");
             });
     });
-    range_editor(ui, "range override", &mut pair.range);
-    optional_slider(ui, "delay override", &mut pair.delay, 0, 0..=50, " steps");
-    optional_slider(ui, "probability override", &mut pair.probability, 1.0, 0.0..=1.0, "");
+    range_editor(ui, "range (the smallest counts)", &mut pair.range);
+    optional_slider(ui, "delay (replaces)", &mut pair.delay, 0, 0..=50, " steps");
+    optional_slider(ui, "probability (multiplies)", &mut pair.probability, 1.0, 0.0..=1.0, "");
     if pair != before {
         model.set_pair(&me, &other, pair);
     }

@@ -24,6 +24,11 @@ pub const ARRIVED: f32 = 0.005;
 const RECOVERED: f32 = 1e-3;
 /// How close a forward move steers onto the next cell's centre, metres.
 pub const CENTRE_TOLERANCE: f32 = 0.002;
+/// A straight unit move that has not ended after this many times the time it takes at full
+/// speed (plus [`MOVE_SLACK_S`]) is blocked: the robot is wedged in a passage as wide as itself.
+pub const MOVE_TIMEOUT_FACTOR: f64 = 4.0;
+/// Seconds added to every move's time limit (turning onto the line, starting and stopping).
+pub const MOVE_SLACK_S: f64 = 1.0;
 
 /// What the explorer is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +49,15 @@ struct Active {
     mv: Option<Move>,
     from: Cell,
     requested: u64,
+    /// Simulated seconds by which the move must have ended.
+    deadline: f64,
 }
 
 /// Something the robot's body touches, as the bump sensor reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Contact {
-    /// Direction of the contact relative to the heading, radians, positive to the left.
-    pub bearing: f32,
+    /// Direction of the contact, world frame, radians (counter-clockwise from +x).
+    pub direction: f32,
     /// The other body is a robot (it moves, so it is no obstacle of the room).
     pub robot: bool,
 }
@@ -123,12 +130,14 @@ pub struct Explorer {
     hit: HashSet<Cell>,
     /// Staggers retries of robots blocking each other on the way home.
     stagger: u64,
+    /// Seconds a unit move may take before it counts as blocked.
+    move_limit: f64,
     pub stats: ExploreStats,
 }
 
 impl Explorer {
-    /// An explorer of a `cols × rows` room at its den, facing `dir`; `index` (the robot's)
-    /// staggers its retries when robots block each other.
+    /// An explorer of a `cols × rows` room at its den, facing `dir`, moving at up to
+    /// `max_speed` m/s; `index` (the robot's) staggers its retries when robots block each other.
     pub fn new(
         cols: i32,
         rows: i32,
@@ -137,7 +146,7 @@ impl Explorer {
         cell_size: f32,
         strategy: Box<dyn Strategy>,
         sonar: bool,
-        index: u32,
+        (index, max_speed): (u32, f32),
     ) -> Self {
         Self {
             map: MentalMap::new(cols, rows, den),
@@ -155,6 +164,7 @@ impl Explorer {
             finishing: false,
             hit: HashSet::new(),
             stagger: 1 + u64::from(index % 4),
+            move_limit: MOVE_TIMEOUT_FACTOR * f64::from(cell_size / max_speed.max(1e-6)) + MOVE_SLACK_S,
             stats: ExploreStats::default(),
         }
     }
@@ -203,21 +213,20 @@ impl Explorer {
         }
     }
 
-    /// A sonar whose beam covers `beam` reported the robot: with the sonar option, the cells the
-    /// beam would catch the robot in become danger, and an outbound robot goes home.
-    pub fn sonar_detected(&mut self, beam: &Footprint) {
+    /// A sonar reported the robot. With the sonar option, the cell where the robot was becomes
+    /// danger — what the robot can know: the cell it was moving into during a straight move,
+    /// else the cell it stands in (never the den) — and an outbound robot goes home. Where else
+    /// the beam runs, the robot learns only by meeting it there.
+    pub fn sonar_detected(&mut self) {
         if !self.sonar_alarm || self.phase == Phase::Done {
             return;
         }
-        let cells: Vec<Cell> = self.map.cells().map(|(c, _)| c).collect();
-        for c in cells {
-            // The robot's half-width around the centre: any cell the beam would catch it in.
-            if beam.signed_distance(self.centre(c)) < self.cell_size / 2.0
-                && c != self.map.den
-                && self.map.get(c) != CellState::Obstacle
-            {
-                self.map.set(c, CellState::Danger);
-            }
+        let at = match self.active {
+            Some(Active { mv: Some(mv @ (Move::Forward | Move::Backward)), from, .. }) => mv.apply(from, self.dir).0,
+            _ => self.cell,
+        };
+        if at != self.map.den && self.map.get(at) != CellState::Obstacle {
+            self.map.set(at, CellState::Danger);
         }
         if self.phase == Phase::Outbound {
             self.alarm = true;
@@ -255,12 +264,21 @@ impl Explorer {
             // is not a collision, the next move into the wall is.
             let along = Vec2::from_angle(self.dir.angle());
             let arrived = (self.centre(target) - s.position).dot(along).abs() <= ARRIVED;
-            let hit: Vec<Contact> = if straight && !arrived && s.step > active.requested {
-                s.contacts.iter().copied().filter(|c| ahead(c.bearing, backwards)).collect()
+            // Ahead is the grid direction of the move, not the heading: a robot turning onto its
+            // line sweeps its nose past what touches its sides.
+            let motion = if backwards { self.dir.opposite() } else { self.dir };
+            let mut hit: Vec<Contact> = if straight && !arrived && s.step > active.requested {
+                s.contacts.iter().copied().filter(|c| wrap_angle(c.direction - motion.angle()).abs() <= AHEAD).collect()
             } else {
                 Vec::new()
             };
             let interrupted = straight && self.alarm && self.phase == Phase::Outbound;
+            // A straight move that cannot end (wedged between two bodies that touch its sides,
+            // with nothing ahead) is blocked: a collision in the cell it was entering.
+            let blocked = straight && s.seconds > active.deadline;
+            if blocked && hit.is_empty() {
+                hit.push(Contact { direction: self.dir.angle(), robot: false });
+            }
             if !hit.is_empty() && self.phase != Phase::Outbound {
                 // On the way home the path is known free: something moving (another robot) is in
                 // the way. Stop, wait, and try the same move again.
@@ -269,7 +287,8 @@ impl Explorer {
                 }
                 // Robots blocking each other must not retry in lockstep.
                 let wait = WAIT_STEPS * self.stagger;
-                self.active = Some(Active { mv: None, from: self.cell, requested: s.step + wait });
+                let deadline = s.seconds + self.move_limit;
+                self.active = Some(Active { mv: None, from: self.cell, requested: s.step + wait, deadline });
                 return Some(Order::Stop);
             }
             if !hit.is_empty() || interrupted {
@@ -282,9 +301,10 @@ impl Explorer {
                 if !hit.is_empty() {
                     self.stats.last_collision = Some((target, s.step));
                 }
-                return Some(self.recover(s.position, active.from, s.step));
+                return Some(self.recover(s, active.from));
             }
-            if s.moving || s.step <= active.requested {
+            // A move back to the centre of the cell that cannot end is over all the same.
+            if (s.moving && s.seconds <= active.deadline) || s.step <= active.requested {
                 return None;
             }
             self.active = None;
@@ -353,7 +373,7 @@ impl Explorer {
                 }
             }
             let Some(mv) = self.plan.pop_front() else { continue };
-            return Some(self.start_move(mv, s.position, s.step));
+            return Some(self.start_move(mv, s));
         }
     }
 
@@ -364,9 +384,11 @@ impl Explorer {
         Order::Stop
     }
 
-    fn start_move(&mut self, mv: Move, pos: Vec2, step: u64) -> Order {
+    fn start_move(&mut self, mv: Move, s: &Senses) -> Order {
         let (to, dir) = mv.apply(self.cell, self.dir);
-        self.active = Some(Active { mv: Some(mv), from: self.cell, requested: step });
+        let pos = s.position;
+        let deadline = s.seconds + self.move_limit;
+        self.active = Some(Active { mv: Some(mv), from: self.cell, requested: s.step, deadline });
         match mv {
             // Forward: drive to the next cell's centre, steering onto it so that small errors
             // never add up over an excursion.
@@ -377,26 +399,20 @@ impl Explorer {
     }
 
     /// Backs up to the centre of `from` after an interrupted straight move, then returns home.
-    fn recover(&mut self, pos: Vec2, from: Cell, step: u64) -> Order {
-        let back = (self.centre(from) - pos).dot(Vec2::from_angle(self.dir.angle()));
+    fn recover(&mut self, s: &Senses, from: Cell) -> Order {
+        let back = (self.centre(from) - s.position).dot(Vec2::from_angle(self.dir.angle()));
         self.alarm = false;
         self.plan.clear();
         self.phase = Phase::Recovering;
         self.cell = from;
         if back.abs() > RECOVERED {
-            self.active = Some(Active { mv: None, from, requested: step });
+            self.active = Some(Active { mv: None, from, requested: s.step, deadline: s.seconds + self.move_limit });
             Order::MoveAhead(back)
         } else {
             self.active = None;
             Order::Stop
         }
     }
-}
-
-/// Whether a contact at `bearing` is in the direction of motion.
-fn ahead(bearing: f32, backwards: bool) -> bool {
-    let b = if backwards { wrap_angle(bearing + std::f32::consts::PI) } else { bearing };
-    b.abs() <= AHEAD
 }
 
 /// The cells a sequence of moves passes through.
@@ -412,8 +428,9 @@ fn walk(mut cell: Cell, mut dir: Dir, moves: &[Move]) -> Vec<Cell> {
 }
 
 /// What the scene really holds, on an explorer's grid: the floor cells reachable from the den,
-/// and the obstacle cells next to them (the ring around the floor, and floor cells whose centre
-/// lies in a wall or box).
+/// and the cells next to them that stop the robot — the ring around the floor, floor cells whose
+/// centre lies in a wall or box, and passages exactly one robot wide (a disc as wide as the gap
+/// wedges between its two sides).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroundTruth {
     pub reachable: HashSet<Cell>,
@@ -434,20 +451,20 @@ pub fn ground_truth(scene: &SceneFile, cell_size: f32, cols: i32, rows: i32, den
         let p = Vec2::new((c.x as f32 + 0.5) * cell_size, (c.y as f32 + 0.5) * cell_size);
         solids.iter().any(|f| f.signed_distance(p) < 0.0)
     };
-    let mut reachable = HashSet::new();
-    let mut obstacles = HashSet::new();
+    // Entering a cell across which both sides are blocked: a gap exactly one robot wide.
+    let narrow = |c: Cell, d: Dir| blocked(c.step(d.left())) && blocked(c.step(d.right()));
+    let mut reachable = HashSet::from([den]);
     let mut queue = VecDeque::from([den]);
-    reachable.insert(den);
     while let Some(c) = queue.pop_front() {
         for d in Dir::ALL {
             let n = c.step(d);
-            if blocked(n) {
-                obstacles.insert(n);
-            } else if reachable.insert(n) {
+            if !blocked(n) && !narrow(n, d) && reachable.insert(n) {
                 queue.push_back(n);
             }
         }
     }
+    let obstacles =
+        reachable.iter().flat_map(|c| Dir::ALL.map(|d| c.step(d))).filter(|n| !reachable.contains(n)).collect();
     GroundTruth { reachable, obstacles }
 }
 
@@ -472,7 +489,7 @@ mod tests {
 
     impl Kinematic {
         fn new(cols: i32, rows: i32, den: Cell, dir: Dir, blocked: &[Cell]) -> Self {
-            let ex = Explorer::new(cols, rows, den, dir, 0.2, Box::new(Rings), false, 0);
+            let ex = Explorer::new(cols, rows, den, dir, 0.2, Box::new(Rings), false, (0, 0.5));
             let position = ex.centre(den);
             Self {
                 ex,
@@ -509,7 +526,7 @@ mod tests {
                     if self.is_blocked(target) {
                         // Stops a little way in, touching what is ahead.
                         self.position += (p - self.position) * 0.25;
-                        self.contacts = vec![Contact { bearing: 0.0, robot: false }];
+                        self.contacts = vec![Contact { direction: self.heading, robot: false }];
                     } else {
                         self.position = p;
                     }
@@ -574,7 +591,7 @@ mod tests {
         let mut k = Kinematic::new(3, 3, Cell::new(0, 2), Dir::South, &[]);
         k.tick();
         // Something touches the front while moving, and it is a robot.
-        k.contacts = vec![Contact { bearing: 0.1, robot: true }];
+        k.contacts = vec![Contact { direction: Dir::South.angle() + 0.1, robot: true }];
         k.position = Vec2::new(0.1, 0.45);
         k.tick();
         assert_eq!(k.ex.stats.collisions, 1);
@@ -583,10 +600,15 @@ mod tests {
     }
 
     #[test]
-    fn a_contact_behind_does_not_end_a_forward_move() {
+    fn a_contact_behind_or_beside_does_not_end_a_forward_move() {
         let mut k = Kinematic::new(3, 3, Cell::new(0, 2), Dir::South, &[]);
         k.tick();
-        k.contacts = vec![Contact { bearing: std::f32::consts::PI, robot: false }];
+        // Behind, and beside while the robot still faces away from its line (turning onto it).
+        k.heading = Dir::North.angle();
+        k.contacts = vec![
+            Contact { direction: Dir::North.angle(), robot: false },
+            Contact { direction: Dir::East.angle(), robot: false },
+        ];
         k.position = Vec2::new(0.1, 0.45);
         let order = k.ex.step(&Senses {
             step: 2,
@@ -618,8 +640,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sonar_alarm_marks_where_the_robot_was_and_sends_it_home() {
+        let mut k = Kinematic::new(4, 4, Cell::new(0, 3), Dir::South, &[]);
+        k.ex.sonar_alarm = true;
+        // Moving out of the den into the cell below when the sonar sees it.
+        k.tick();
+        assert_eq!(k.orders.last(), Some(&Order::MoveTo(Vec2::new(0.1, 0.5))));
+        k.ex.sonar_detected();
+        let danger: Vec<Cell> = k.ex.map.cells().filter(|(_, s)| *s == CellState::Danger).map(|(c, _)| c).collect();
+        assert_eq!(danger, vec![Cell::new(0, 2)]);
+        assert_eq!(k.ex.stats.sonar_alarms, 1);
+        k.tick();
+        assert_eq!(k.ex.phase, Phase::Recovering);
+        // Without the option nothing happens.
+        let mut k = Kinematic::new(4, 4, Cell::new(0, 3), Dir::South, &[]);
+        k.tick();
+        k.ex.sonar_detected();
+        assert_eq!((k.ex.map.count(CellState::Danger), k.ex.stats.sonar_alarms), (0, 0));
+    }
+
+    #[test]
     fn heard_obstacles_join_the_map_once() {
-        let mut ex = Explorer::new(4, 4, Cell::new(0, 0), Dir::North, 0.2, Box::new(Rings), false, 0);
+        let mut ex = Explorer::new(4, 4, Cell::new(0, 0), Dir::North, 0.2, Box::new(Rings), false, (0, 0.5));
         ex.hear_obstacles(&[Vec2::new(0.5, 0.5), Vec2::new(0.5, 0.5), Vec2::new(0.1, 0.1)]);
         assert_eq!(ex.map.get(Cell::new(2, 2)), CellState::Obstacle);
         assert_eq!(ex.map.get(Cell::new(0, 0)), CellState::Free, "the den is never an obstacle");

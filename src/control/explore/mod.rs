@@ -22,12 +22,11 @@ pub use strategy::{RandomWalk, Rings, Strategy};
 use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::robot::{BumpSensor, Robot, pose};
 use crate::scene::ActiveScene;
-use crate::scene::geometry::Footprint;
 use crate::scene::schema::StrategySpec;
 use crate::sim::rng::stream;
 use crate::sim::{RobotOrder, SimTime, add_report_section};
 use crate::skills::{Executor, MoveAhead, MoveTo, SkillGroup, SkillRequest, Stop, TurnTo};
-use crate::world::{Arena, Sonar, SonarEcho, groups};
+use crate::world::{Arena, SonarEcho, groups};
 
 /// An explorer's move ended in a collision: the cell it was entering, and whether the cell was
 /// an obstacle of the room (not another robot).
@@ -63,7 +62,7 @@ pub(in crate::control) fn attach(
         StrategySpec::Random => Box::new(RandomWalk { rng: stream(seed, "explore", u64::from(robot.index)) }),
     };
     (
-        Explorer::new(cols, rows, den, Dir::nearest(heading), cell, strategy, sonar, robot.index),
+        Explorer::new(cols, rows, den, Dir::nearest(heading), cell, strategy, sonar, (robot.index, robot.max_speed)),
         // Seed 002 excludes mobile obstacles: explorers pass through other robots, as if each
         // had the room to itself, and still meet every wall, box and pen.
         CollisionGroups::new(groups::ROBOT, Group::ALL ^ groups::ROBOT),
@@ -74,23 +73,14 @@ pub(in crate::control) fn explore(
     time: Res<SimTime>,
     mut echoes: MessageReader<SonarEcho>,
     mut collisions: MessageWriter<ExploreCollision>,
-    sonars: Query<(&Transform, &Sonar)>,
     mut robots: Query<(Entity, &Transform, &BumpSensor, &Executor, &mut SkillRequest, &mut Explorer)>,
     mut radios: Query<(&RadioIn, &mut RadioOut)>,
     others: Query<(), With<Robot>>,
 ) {
     for echo in echoes.read() {
-        let (Ok((_, _, _, _, _, mut ex)), Ok((st, sonar))) = (robots.get_mut(echo.robot), sonars.get(echo.sonar))
-        else {
-            continue;
-        };
-        let origin = st.translation.truncate();
-        let beam = Footprint::Rect {
-            center: origin + sonar.axis * sonar.beam_length / 2.0,
-            half: Vec2::new(sonar.beam_length / 2.0, sonar.width / 2.0),
-            angle: sonar.axis.y.atan2(sonar.axis.x),
-        };
-        ex.sonar_detected(&beam);
+        if let Ok((_, _, _, _, _, mut ex)) = robots.get_mut(echo.robot) {
+            ex.sonar_detected();
+        }
     }
     for (entity, transform, bump, executor, mut request, mut ex) in &mut robots {
         let mut radio = radios.get_mut(entity).ok();
@@ -102,7 +92,7 @@ pub(in crate::control) fn explore(
                 }
             }
         }
-        let (position, _) = pose(transform);
+        let (position, heading) = pose(transform);
         let senses = Senses {
             step: time.step,
             seconds: time.seconds(),
@@ -111,7 +101,7 @@ pub(in crate::control) fn explore(
                 .touching
                 .iter()
                 .zip(&bump.bearings)
-                .map(|(e, bearing)| Contact { bearing: *bearing, robot: others.contains(*e) })
+                .map(|(e, bearing)| Contact { direction: heading + bearing, robot: others.contains(*e) })
                 .collect(),
             moving: executor.0.running(SkillGroup::Move).is_some(),
         };

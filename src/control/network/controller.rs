@@ -21,10 +21,13 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde::Serialize;
 
+use super::navigation::StationMap;
 use super::units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind, View};
 use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::control::simple::Wander;
-use crate::robot::{BumpSensor, CameraView, GripSensor, Gripper, PowerSensor, Robot, carry_point, pose, wrap_angle};
+use crate::robot::{
+    Battery, BumpSensor, CameraView, GripSensor, Gripper, PowerSensor, Robot, carry_point, pose, wrap_angle,
+};
 use crate::scene::ActiveScene;
 use crate::sim::SimTime;
 use crate::sim::rng::stream;
@@ -78,8 +81,9 @@ pub struct NetworkController {
     pub tracked: [Option<Tracked>; 3],
     /// Where a box was last seen, for searching with a pen in the gripper.
     pub known_box: Option<Vec2>,
-    /// Where the charging stations are: their places are known, as a docking station's is.
-    pub stations: Vec<Vec2>,
+    /// The way to the charging stations: their places, and the room's walls and boxes, are
+    /// known, as a docking station's is.
+    pub stations: Arc<StationMap>,
     search: Wander,
     claims: HashMap<String, Claim>,
     /// The pen claimed last and when.
@@ -93,13 +97,13 @@ pub struct NetworkController {
 }
 
 impl NetworkController {
-    pub fn new(brain: Brain, forget_after: u32, search: Wander) -> Self {
+    pub fn new(brain: Brain, forget_after: u32, search: Wander, stations: Arc<StationMap>) -> Self {
         Self {
             brain,
             forget_after: u64::from(forget_after),
             tracked: [None, None, None],
             known_box: None,
-            stations: Vec::new(),
+            stations,
             search,
             claims: HashMap::new(),
             claimed: None,
@@ -198,10 +202,11 @@ impl NetworkController {
 
     /// The motion as fractions of the robot's maxima (linear, angular): the network's command;
     /// or, while the search wanderer backs off, after a blocking bump, or with no subject
-    /// leading, a way to a known goal (the nearest station while charging, the box last seen
-    /// while holding a pen) or the search.
-    pub fn motion(&mut self, outputs: &Outputs, blocked: bool, holding: bool, at: (Vec2, f32), dt: f32) -> (f32, f32) {
+    /// leading, the way to a known goal — along the path to the nearest station while charging
+    /// (standing still once on it), to the box last seen while holding a pen — or the search.
+    pub fn motion(&mut self, outputs: &Outputs, situation: Situation, at: (Vec2, f32), dt: f32) -> (f32, f32) {
         let (pos, heading) = at;
+        let Situation { blocked, holding, on_station } = situation;
         if let (Some(s), Some(t)) = (outputs.speed, outputs.turn)
             && !self.search.is_turning()
             && !blocked
@@ -209,20 +214,29 @@ impl NetworkController {
             return (s, t);
         }
         let goal = if self.brain.charging {
-            self.stations.iter().copied().min_by(|a, b| a.distance(pos).total_cmp(&b.distance(pos)))
+            if on_station && !self.search.is_turning() {
+                return (0.0, 0.0);
+            }
+            self.stations.waypoint(pos, WAYPOINT_AHEAD).or_else(|| self.stations.nearest_station(pos))
         } else if holding {
-            self.known_box
+            self.known_box.filter(|b| b.distance(pos) > GOAL_REACHED)
         } else {
             None
         };
         match goal {
-            Some(g) if !self.search.is_turning() && !blocked && g.distance(pos) > GOAL_REACHED => {
+            Some(g) if !self.search.is_turning() && !blocked => {
                 let v = view_of(pos, heading, g);
                 let p = self.brain.params;
                 (super::units::approach_speed(v, false, &p), (p.turn_gain * v.bearing).clamp(-1.0, 1.0))
             }
             _ => self.search.decide(blocked, dt),
         }
+    }
+
+    /// The battery level the way to the nearest station needs, with a margin of
+    /// [`RESERVE_FACTOR`]: at `energy_per_metre` units per metre of `capacity`.
+    pub fn reserve(&self, position: Vec2, energy_per_metre: f32, capacity: f32) -> f32 {
+        self.stations.distance(position).map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
     }
 
     /// Counts a charging visit (the Charging task brought it onto a station) and a pen boxed
@@ -250,8 +264,24 @@ pub struct Candidate<'a> {
     pub position: Vec2,
 }
 
-/// Within this of a known goal the search takes over, metres.
+/// Within this of the box last seen the search takes over, metres.
 const GOAL_REACHED: f32 = 0.3;
+/// How far along the path to a station the robot steers at, metres.
+const WAYPOINT_AHEAD: f32 = 0.4;
+/// The way to a station is budgeted this many times over when deciding to go and charge.
+pub const RESERVE_FACTOR: f32 = 2.0;
+/// The speed, as a fraction of the maximum, a robot is reckoned to make on its way to charge.
+const CRUISE: f32 = 0.7;
+
+/// What the robot's situation is when it falls back on a goal of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Situation {
+    /// It bumped into a robot, a wall, or a box it is not bringing a pen to.
+    pub blocked: bool,
+    pub holding: bool,
+    /// It is charging on a station.
+    pub on_station: bool,
+}
 
 /// The structure of the running scene, indexed once and shared by its network robots, with the
 /// scene generation it belongs to.
@@ -268,7 +298,9 @@ pub struct NetworkAttach<'w, 's> {
     /// The blueprint of the scene being loaded, with its generation (the resource is written
     /// only when commands apply, after every robot of the scene was attached).
     fresh: Local<'s, Option<(u64, Arc<Blueprint>)>>,
-    stations: Query<'w, 's, &'static Transform, With<Station>>,
+    /// The ways to the stations of the scene being loaded, one per robot radius.
+    maps: Local<'s, (u64, Vec<(u32, Arc<StationMap>)>)>,
+    _stations: Query<'w, 's, (), With<Station>>,
 }
 
 /// A network robot of the scene being loaded: its brain on the scene's structure.
@@ -290,11 +322,21 @@ pub(in crate::control) fn attach(
             b
         }
     };
+    if params.maps.0 != active.generation {
+        *params.maps = (active.generation, Vec::new());
+    }
+    let key = robot.radius.to_bits();
+    let stations = match params.maps.1.iter().find(|(r, _)| *r == key) {
+        Some((_, map)) => Arc::clone(map),
+        None => {
+            let map = Arc::new(StationMap::new(&active.scene, robot.radius));
+            params.maps.1.push((key, Arc::clone(&map)));
+            map
+        }
+    };
     let brain = BrainParams { low_power, full_power, ..default() };
     let search = Wander::new(SEARCH_SPEED, stream(seed, "network-search", u64::from(robot.index)));
-    let mut nc = NetworkController::new(Brain::new(blueprint, brain), forget_after, search);
-    nc.stations = params.stations.iter().map(|t| t.translation.truncate()).collect();
-    nc
+    NetworkController::new(Brain::new(blueprint, brain), forget_after, search, stations)
 }
 
 /// Bearing and distance of a point from a pose.
@@ -320,7 +362,7 @@ pub(in crate::control) fn think(
         &Name,
         &Robot,
         &Transform,
-        (&CameraView, &GripSensor, &PowerSensor, &BumpSensor, &Gripper),
+        (&CameraView, &GripSensor, &PowerSensor, &BumpSensor, &Gripper, &Battery),
         &mut NetworkController,
         (&Executor, &mut SkillRequest),
         (&RadioIn, &mut RadioOut),
@@ -338,7 +380,7 @@ pub(in crate::control) fn think(
         name,
         robot,
         transform,
-        (view, grip, power, bump, gripper),
+        (view, grip, power, bump, gripper, battery),
         mut nc,
         (executor, mut request),
         (inbox, mut out),
@@ -390,7 +432,9 @@ pub(in crate::control) fn think(
                 false
             });
         }
+        let energy_per_metre = battery.move_drain + battery.idle_drain / (CRUISE * robot.max_speed).max(1e-6);
         let percepts = Percepts {
+            reserve: nc.reserve(pos, energy_per_metre, battery.capacity),
             power: power.level,
             on_station: power.charging,
             holding: grip.holding.is_some(),
@@ -417,7 +461,8 @@ pub(in crate::control) fn think(
                 Ok(Seeable::Box) => leader != Some(SubjectKind::Box),
                 _ => true,
             });
-        let (linear, angular) = nc.motion(&outputs, blocked, grip.holding.is_some(), (pos, heading), time.dt);
+        let situation = Situation { blocked, holding: grip.holding.is_some(), on_station: power.charging };
+        let (linear, angular) = nc.motion(&outputs, situation, (pos, heading), time.dt);
         let mut facade = SkillFacade::new();
         let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn };
         if !executor.0.running(SkillGroup::Move).is_some_and(|s| s.same_as(&drive)) {
@@ -441,9 +486,14 @@ mod tests {
     use crate::sim::rng::stream;
 
     fn controller() -> NetworkController {
+        controller_in(&crate::scene::schema::SceneFile::empty("t", 6.0, 4.0))
+    }
+
+    fn controller_in(scene: &crate::scene::schema::SceneFile) -> NetworkController {
         let blueprint = Arc::new(Blueprint::new(default_network()));
         let search = Wander::new(SEARCH_SPEED, stream(1, "network-search", 0));
-        NetworkController::new(Brain::new(blueprint, BrainParams::default()), 25, search)
+        let map = Arc::new(StationMap::new(scene, 0.1));
+        NetworkController::new(Brain::new(blueprint, BrainParams::default()), 25, search, map)
     }
 
     fn entity(i: u32) -> Entity {
@@ -546,23 +596,38 @@ mod tests {
 
     #[test]
     fn without_a_leader_the_robot_heads_for_a_known_goal_or_searches() {
+        use crate::scene::schema::{SceneFile, StationSpec, WallSpec};
         let none = Outputs::default();
-        let mut nc = controller();
-        nc.stations = vec![Vec2::new(5.0, 0.0), Vec2::new(0.0, 2.0)];
+        // Stations east and north of (1, 1); a wall between the robot and the nearer one.
+        let mut scene = SceneFile::empty("t", 6.0, 4.0);
+        let station = |name: &str, pos| StationSpec { name: name.into(), pos, radius: 0.3, rate: 1.0 };
+        scene.stations.extend([station("east", (5.0, 1.0)), station("north", (1.0, 3.0))]);
+        scene.walls.push(WallSpec { name: "w".into(), from: (0.2, 2.0), to: (3.0, 2.0), thickness: 0.1 });
+        let mut nc = controller_in(&scene);
         nc.brain.charging = true;
-        // Facing +x at the origin: the nearer station is up, to the left.
-        let (linear, angular) = nc.motion(&none, false, false, (Vec2::ZERO, 0.0), 0.02);
-        assert!(angular > 0.0 && linear >= 0.0, "({linear}, {angular})");
+        let free = Situation::default();
+        // Facing +x at (1, 1): north is nearer in a straight line but behind the wall; the way
+        // east is shorter, so the robot drives on ahead.
+        let (linear, angular) = nc.motion(&none, free, (Vec2::new(1.0, 1.0), 0.0), 0.02);
+        assert!(linear > 0.0 && angular.abs() < 0.2, "({linear}, {angular})");
+        // On the station it stays there.
+        let on = Situation { on_station: true, ..free };
+        assert_eq!(nc.motion(&none, on, (Vec2::new(4.9, 1.0), 0.0), 0.02), (0.0, 0.0));
         // Holding a pen: to the box last seen, behind to the right.
         nc.brain.charging = false;
-        nc.known_box = Some(Vec2::new(-1.0, -1.0));
-        let (_, angular) = nc.motion(&none, false, true, (Vec2::ZERO, 0.0), 0.02);
+        nc.known_box = Some(Vec2::new(0.0, 0.0));
+        let holding = Situation { holding: true, ..free };
+        let (_, angular) = nc.motion(&none, holding, (Vec2::new(1.0, 1.0), 0.0), 0.02);
         assert!(angular < 0.0, "{angular}");
         // The network's own command when it has one.
         let command = Outputs { speed: Some(0.4), turn: Some(-0.2), grip: 0.0 };
-        assert_eq!(nc.motion(&command, false, true, (Vec2::ZERO, 0.0), 0.02), (0.4, -0.2));
+        assert_eq!(nc.motion(&command, holding, (Vec2::ZERO, 0.0), 0.02), (0.4, -0.2));
         // A blocking bump: the search backs off and turns, whatever the network says.
-        let (linear, angular) = nc.motion(&command, true, true, (Vec2::ZERO, 0.0), 0.02);
+        let blocked = Situation { blocked: true, ..holding };
+        let (linear, angular) = nc.motion(&command, blocked, (Vec2::ZERO, 0.0), 0.02);
         assert!(linear < 0.0 && angular.abs() == 1.0, "({linear}, {angular})");
+        // The reserve: twice the way to the station, at 0.5 units per metre of 20.
+        let d = nc.stations.distance(Vec2::new(1.0, 1.0)).unwrap();
+        assert!((nc.reserve(Vec2::new(1.0, 1.0), 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
     }
 }

@@ -7,6 +7,7 @@
 //!   connection requests, structural changes between ticks, double-buffered degrees and signals);
 //! - [`units`]: the functional units and the [`Brain`] that runs a robot's network on its
 //!   readings;
+//! - [`navigation`]: the way to the nearest charging station around walls and boxes;
 //! - [`controller`]: the think-stage system that feeds the brain from the sensors and drives the
 //!   robot through skills, and the `collect` run metrics.
 
@@ -15,11 +16,13 @@ use serde_json::json;
 
 pub mod controller;
 pub mod graph;
+pub mod navigation;
 pub mod units;
 
 pub use crate::scene::network::{NetworkStructure, default_network, parse_network};
-pub use controller::{CollectStats, NetworkAttach, NetworkController, SceneBlueprint};
+pub use controller::{CollectStats, NetworkAttach, NetworkController, SceneBlueprint, Situation};
 pub use graph::{Catalog, Network, Node, NodeId, Signal, weighted_mean};
+pub use navigation::StationMap;
 pub use units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind};
 
 use crate::robot::Battery;

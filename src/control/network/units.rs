@@ -164,6 +164,9 @@ pub struct View {
 pub struct Percepts {
     /// Battery level, 0..1.
     pub power: f32,
+    /// The battery level the way to the nearest station needs (with a margin), 0..; Charging
+    /// takes over at this level when it is above `low_power`.
+    pub reserve: f32,
     /// The robot is charging on a station.
     pub on_station: bool,
     /// The gripper holds a pen.
@@ -234,7 +237,11 @@ impl Brain {
 
     /// One tick of the network on this tick's readings.
     pub fn tick(&mut self, p: &Percepts) -> Outputs {
-        self.charging = if self.charging { p.power < self.params.full_power } else { p.power <= self.params.low_power };
+        self.charging = if self.charging {
+            p.power < self.params.full_power
+        } else {
+            p.power <= self.params.low_power.max(p.reserve)
+        };
         let (bp, params, charging) = (&*self.blueprint, self.params, self.charging);
         let mut leader = None;
         self.net.tick(|id, mean, inputs| {
