@@ -8,10 +8,13 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crsim::control::remote::Remote;
 use crsim::run::bench::{BenchOptions, run_bench};
-use crsim::run::headless::{headless_app, run_in_chunks, run_steps};
+use crsim::run::files::write_atomic;
+use crsim::run::headless::{headless_app, run_steps};
 use crsim::run::report::build_report;
+use crsim::run::signals;
 use crsim::scene::schema::{ControllerSpec, Dialect};
 use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
 use crsim::sim::SimTime;
@@ -90,8 +93,19 @@ enum Command {
     },
 }
 
+/// Headless commands print warnings (ports that cannot be served, refused connections) to
+/// stderr; `RUST_LOG` chooses another level. The app logs through Bevy's own log plugin.
+fn log_to_stderr() {
+    use bevy::log::tracing_subscriber::{EnvFilter, fmt};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.is_some() {
+        log_to_stderr();
+    }
     match cli.command {
         None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, cli.protocol),
         Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime, protocol }) => {
@@ -126,7 +140,43 @@ fn open_app(
         },
         None => (default_scene(), SceneSource::BuiltIn),
     };
-    let exit = App::new().add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol }).run();
+    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
+        eprintln!(
+            "crsim: no display to open the app's window on (DISPLAY is not set). Run a scene headless \
+             with `crsim run SCENE --steps N`, or start the app under an X server, for example \
+             `xvfb-run -a crsim SCENE`."
+        );
+        return ExitCode::from(2);
+    }
+    // Opening the window happens while the plugins are built; a display that cannot be reached
+    // makes winit panic there. Say so plainly instead.
+    let message = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let previous = std::panic::take_hook();
+    let store = std::sync::Arc::clone(&message);
+    std::panic::set_hook(Box::new(move |info| {
+        if let Ok(mut m) = store.lock() {
+            *m = info.payload_as_str().unwrap_or("a panic").to_string();
+        }
+    }));
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut app = App::new();
+        app.add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol });
+        app
+    }));
+    std::panic::set_hook(previous);
+    let mut app = match built {
+        Ok(app) => app,
+        Err(_) => {
+            let why = message.lock().map(|m| m.clone()).unwrap_or_default();
+            eprintln!(
+                "crsim: the app cannot open its window on display {:?}: {why}. Check that the X server \
+                 is running, or run the scene headless with `crsim run SCENE --steps N`.",
+                std::env::var_os("DISPLAY").unwrap_or_default()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let exit = app.run();
     if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
@@ -156,9 +206,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         Err(code) => return code,
     };
     if let Some(robot) = dump_network {
-        let networked = |r: &&crsim::scene::schema::RobotSpec| {
-            matches!(r.controller, crsim::scene::schema::ControllerSpec::Network { .. })
-        };
+        let networked = |r: &&crsim::scene::schema::RobotSpec| matches!(r.controller, ControllerSpec::Network { .. });
         if !scene.robots.iter().filter(networked).any(|r| r.name == robot) {
             let names: Vec<&str> = scene.robots.iter().filter(networked).map(|r| r.name.as_str()).collect();
             eprintln!(
@@ -182,22 +230,31 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     }
+    if let Err(e) = signals::install() {
+        eprintln!("{e}");
+    }
     let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
+    // Ports that could not be opened: the run would go on without the robots they serve.
+    let problems = port_problems(&mut app);
+    if !problems.is_empty() {
+        for p in problems {
+            eprintln!("{p}");
+        }
+        return ExitCode::from(2);
+    }
     let mut remotes = app.world_mut().query::<(&Name, &Remote)>();
     for (name, remote) in remotes.iter(app.world()) {
-        match (&remote.error, remote.http, remote.ws) {
-            (Some(e), _, _) => eprintln!("{e}"),
-            (None, Some(http), Some(ws)) => println!("remote robot {name}: http://{http}/api/move  ws://{ws}"),
-            _ => {}
+        if let (Some(http), Some(ws)) = (remote.http, remote.ws) {
+            println!("remote robot {name}: http://{http}/api/move  ws://{ws}");
         }
     }
     let bar = progress_bar(steps);
     let start = Instant::now();
+    let mut done = 0;
     if realtime {
         // Keep simulated time level with the wall clock: run the steps that are due, then wait.
         let dt = app.world().resource::<SimTime>().dt_exact;
-        let mut done = 0;
-        while done < steps {
+        while done < steps && !signals::requested() {
             let due = ((start.elapsed().as_secs_f64() / dt) as u64).min(steps);
             if due > done {
                 run_steps(&mut app, due - done);
@@ -210,10 +267,16 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     } else {
-        run_in_chunks(&mut app, steps, 100, |done| bar.set_position(done));
+        while done < steps && !signals::requested() {
+            let n = RUN_CHUNK.min(steps - done);
+            run_steps(&mut app, n);
+            done += n;
+            bar.set_position(done);
+        }
     }
     bar.finish_and_clear();
-    let report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
+    let mut report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
+    report.interrupted = done < steps;
     println!("{}", report.summary());
     if let Some(robot) = dump_network
         && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
@@ -228,13 +291,29 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        if let Err(e) = std::fs::write(out, json + "\n") {
-            eprintln!("{}: cannot write: {e}", out.display());
+        if let Err(e) = write_atomic(out, (json + "\n").as_bytes()) {
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
         println!("metrics: {}", out.display());
     }
-    ExitCode::SUCCESS
+    if report.interrupted { ExitCode::from(INTERRUPTED) } else { ExitCode::SUCCESS }
+}
+
+/// Steps between checks for a stop request (and progress updates) in a headless run.
+const RUN_CHUNK: u64 = 100;
+/// The exit code of a run stopped by a signal (as a shell reports Ctrl-C).
+const INTERRUPTED: u8 = 130;
+
+/// Every port of the loaded scene that could not be opened, naming the robot and the port.
+fn port_problems(app: &mut App) -> Vec<String> {
+    let world = app.world_mut();
+    let mut problems: Vec<String> = world.query::<&UdpEndpoint>().iter(world).filter_map(|e| e.error.clone()).collect();
+    if let Some(e) = &world.resource::<UpdateAllSocket>().error {
+        problems.push(format!("the update-all port: {e}"));
+    }
+    problems.extend(world.query::<&Remote>().iter(world).filter_map(|r| r.error.clone()));
+    problems
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {
@@ -262,9 +341,16 @@ fn check(files: &[PathBuf]) -> ExitCode {
     }
 }
 
+/// The most robots `crsim bench` builds an arena for.
+const MAX_BENCH_ROBOTS: usize = 1_000_000;
+
 fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions) -> ExitCode {
     if robots == 0 || steps == 0 {
         eprintln!("--robots and --steps must be at least 1");
+        return ExitCode::from(2);
+    }
+    if robots > MAX_BENCH_ROBOTS {
+        eprintln!("--robots {robots}: at most {MAX_BENCH_ROBOTS} robots");
         return ExitCode::from(2);
     }
     let bar = progress_bar(steps);

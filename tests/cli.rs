@@ -182,6 +182,79 @@ fn run_dumps_a_robots_network() {
     );
 }
 
+#[test]
+fn a_signal_stops_a_run_and_its_metrics_are_written_marked_interrupted() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let dir = temp_dir("signal");
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        let json = dir.join(format!("{signal}.json"));
+        let child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+            .args(["run", "scenes/collectors.ron", "--steps", "100000000", "--out"])
+            .arg(&json)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(130), "{signal}: {}", text(&out));
+        assert!(text(&out).contains("interrupted: these are the metrics of the"), "{}", text(&out));
+        let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(m["interrupted"], true);
+        let steps = m["steps"].as_u64().unwrap();
+        assert!(steps > 0 && steps < 100_000_000 && steps.is_multiple_of(100), "{steps}");
+        assert_eq!(m["hash"], hash_line(&String::from_utf8_lossy(&out.stdout)).as_str());
+    }
+    // Only the metrics files: no temporary left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+}
+
+#[test]
+fn ports_that_cannot_be_opened_stop_a_run_with_their_names() {
+    let dir = temp_dir("ports");
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let scene = dir.join("external.ron");
+    std::fs::write(
+        &scene,
+        format!(
+            "(name: \"x\", arena: (width: 2.0, height: 2.0), robots: [(name: \"r1\", pose: (1.0, 1.0, 0.0), \
+             controller: External(port: {port}))])"
+        ),
+    )
+    .unwrap();
+    let out = crsim(&["run", &scene.to_string_lossy(), "--steps", "10"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains(&format!("robot \"r1\": cannot bind UDP 127.0.0.1:{port}")), "{}", text(&out));
+}
+
+#[test]
+fn the_app_without_a_display_and_an_absurd_bench_are_refused_with_a_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .arg("scenes/pens.ron")
+        .env_remove("DISPLAY")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no display to open the app's window on"), "{}", text(&out));
+    let out = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .arg("scenes/pens.ron")
+        .env("DISPLAY", ":4711")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("the app cannot open its window on display \":4711\""), "{}", text(&out));
+    assert!(!text(&out).contains("panicked"), "{}", text(&out));
+    let out = crsim(&["bench", "--robots", "1000000000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--robots 1000000000000: at most 1000000 robots"), "{}", text(&out));
+}
+
 /// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.
 fn run_app(scene: Option<&str>, png: &Path, frames: u32) -> Output {
     let p = png.to_string_lossy().to_string();

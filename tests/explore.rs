@@ -223,7 +223,14 @@ fn sonar_room(sonar: bool) -> SceneFile {
     let mut s = small_room(sonar);
     s.boxes.clear();
     // A beam across the room, along y = 0.5 (the cells of row 2).
-    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.2, 0.5), axis: 180.0, width: 0.05, range: None });
+    s.sonars.push(SonarSpec {
+        name: "sonar1".into(),
+        pos: (1.2, 0.5),
+        axis: 180.0,
+        width: 0.05,
+        range: None,
+        through_walls: false,
+    });
     s
 }
 

@@ -130,6 +130,36 @@ fn heading_deg(app: &mut App) -> f32 {
     pose(q.single(world).unwrap()).1.to_degrees()
 }
 
+/// After a collision the robot stands at the obstacle. A move away from it succeeds; a move into
+/// it collides at once, without moving (the original server stops a blocked robot short of the
+/// obstacle and tests every next position). Course clients run their tests one after another
+/// and depend on both.
+#[test]
+fn from_an_obstacle_a_move_away_succeeds_and_a_move_into_it_collides_at_once() {
+    let (mut app, http, ws) = wenv(Dialect::Vr2023);
+    let (first, into, away) = drive(&mut app, move || {
+        let mut socket = connect(ws);
+        let first = post(http, r#"{"robotmove":"moveForward","time":2200}"#);
+        receive(&mut socket, Duration::from_millis(100));
+        let start = Instant::now();
+        let into = post(http, r#"{"robotmove":"moveForward","time":300}"#);
+        let events = receive(&mut socket, Duration::from_millis(100));
+        let away = post(http, r#"{"robotmove":"moveBackward","time":300}"#);
+        (first, (into, events, start.elapsed()), away)
+    });
+    assert_eq!(first.1, serde_json::json!({"endmove":"false","move":"moveForward-collision"}));
+    let (reply, events, _) = into;
+    assert_eq!(reply.1, serde_json::json!({"endmove":"false","move":"moveForward-collision"}));
+    assert!(
+        events.contains(&serde_json::json!({"collision":"moveForward","target":"wallDown"})),
+        "the collision is reported: {events:?}"
+    );
+    assert_eq!(away.1, serde_json::json!({"endmove":"true","move":"moveBackward"}));
+    // 300 ms backwards at 12 units/s from the wall.
+    let y = robot_y(&mut app);
+    assert!((y - (2.36 + 3.6)).abs() < 0.2, "y = {y}");
+}
+
 #[test]
 fn turns_are_quarter_turns_and_reply_when_done() {
     let (mut app, http, _) = wenv(Dialect::Vr2023);
@@ -196,17 +226,25 @@ fn alarm_interrupts_and_a_second_move_is_not_allowed() {
 #[test]
 fn sonar_events_while_in_the_beam() {
     let (mut app, http, ws) = wenv(Dialect::Vr2023);
-    let events = drive(&mut app, move || {
+    let (outside, inside) = drive(&mut app, move || {
         let mut socket = connect(ws);
         post(http, r#"{"robotmove":"turnLeft","time":300}"#);
-        // 400 ms east: from x = 3.1 to 7.9, under sonar1 at x = 7.75.
-        post(http, r#"{"robotmove":"moveForward","time":400}"#);
-        receive(&mut socket, Duration::from_millis(1200))
+        // 200 ms east: from x = 3.1 to 5.5. The robot's edge is in sonar1's beam (x from 6.25 to
+        // 9.25 round its axis at 7.75), its centre is not: no event, as in WEnv.
+        post(http, r#"{"robotmove":"moveForward","time":200}"#);
+        let outside = receive(&mut socket, Duration::from_millis(900));
+        // 100 ms more, to x = 6.7: the centre is in the beam.
+        post(http, r#"{"robotmove":"moveForward","time":100}"#);
+        (outside, receive(&mut socket, Duration::from_millis(1200)))
     });
-    let sonar: Vec<&Value> = events.iter().filter(|e| e.get("sonarName").is_some()).collect();
-    assert!(!sonar.is_empty(), "{events:?}");
-    // trunc(19.68 - 23.3): WEnv's y points down, the robot is below the sonar.
-    assert_eq!(*sonar[0], serde_json::json!({"sonarName":"sonar1","distance":-3,"axis":"y"}));
+    let sonar =
+        |events: &[Value]| -> Vec<Value> { events.iter().filter(|e| e.get("sonarName").is_some()).cloned().collect() };
+    assert!(sonar(&outside).is_empty(), "{outside:?}");
+    let inside = sonar(&inside);
+    assert!(!inside.is_empty(), "{inside:?}");
+    // trunc(19.68 - 24.0): WEnv's y points down, the robot is below the sonar, which sits on
+    // the floor's top edge.
+    assert_eq!(inside[0], serde_json::json!({"sonarName":"sonar1","distance":-4,"axis":"y"}));
 }
 
 #[test]
@@ -327,4 +365,71 @@ fn the_2022_dialect_answers_a_collision_at_once() {
     assert!(app.world().resource::<SimTime>().seconds() < 2.0);
     let reply = drive(&mut app, move || post(http, r#"{"robotmove":"turnLeft","time":300}"#));
     assert_eq!(reply.1, serde_json::json!({"endmove":true,"move":"turnLeft"}));
+}
+
+/// A flood of idle connections, with the server short of file descriptors (`ulimit -n 100`):
+/// connections beyond the limit are answered "busy", failed accepts are logged, and once the
+/// flood goes the listeners serve again; the run goes on throughout.
+#[test]
+fn floods_of_idle_connections_never_kill_the_listeners() {
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpStream;
+    let dir = std::env::temp_dir().join(format!("crsim-flood-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = dir.join("wenv.ron");
+    let text =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/wenv.ron")).unwrap();
+    std::fs::write(&scene, text.replace("http: 8090, ws: 8091", "http: 0, ws: 0")).unwrap();
+    let json = dir.join("m.json");
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 100 && exec {} run {} --steps 10000000 --realtime --out {}",
+            env!("CARGO_BIN_EXE_crsim"),
+            scene.display(),
+            json.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    // remote robot wenvbot: http://127.0.0.1:P/api/move  ws://127.0.0.1:Q
+    let addr = |prefix: &str| -> SocketAddr {
+        let at = line.find(prefix).unwrap_or_else(|| panic!("{line}")) + prefix.len();
+        line[at..].split(['/', ' ', '\n']).next().unwrap().parse().unwrap()
+    };
+    let (http, ws) = (addr("http://"), addr("ws://"));
+    for port in [http, ws] {
+        let flood: Vec<TcpStream> = (0..300).filter_map(|_| TcpStream::connect(port).ok()).collect();
+        assert!(flood.len() > 150, "{}", flood.len());
+        thread::sleep(Duration::from_millis(1500));
+        drop(flood);
+    }
+    // Served again: a move over HTTP and a WebSocket client.
+    let start = Instant::now();
+    let reply = loop {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        if let Ok(mut r) = agent.post(&format!("http://{http}/api/move")).send(r#"{"robotmove":"alarm"}"#)
+            && r.status() == 200
+        {
+            break r.body_mut().read_to_string().unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the HTTP listener never came back");
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(reply, r#"{"endmove":"true","move":"haltnoop"}"#);
+    let (_socket, _) = tungstenite::connect(format!("ws://{ws}")).expect("the WebSocket listener serves again");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot accept a connection"), "{stderr}");
+    assert!(stderr.contains("still listening"), "{stderr}");
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &m["remote"]["robots"][0];
+    assert!(r["accept_errors"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["bad_requests"].as_u64().unwrap() > 0, "{r}");
+    assert!(m["steps"].as_u64().unwrap() > 100, "the run went on");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -212,7 +212,14 @@ fn an_empty_battery_stops_the_robot() {
 #[test]
 fn sonar_reports_a_robot_crossing_its_beam() {
     let mut s = room(3.0, 2.0);
-    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.5, 0.0), axis: 90.0, width: 0.1, range: None });
+    s.sonars.push(SonarSpec {
+        name: "sonar1".into(),
+        pos: (1.5, 0.0),
+        axis: 90.0,
+        width: 0.1,
+        range: None,
+        through_walls: false,
+    });
     s.robots.push(robot("r", 0.4, 1.2, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
     let mut app = app(s);
     let (sonar, r) = (named(&mut app, "sonar1"), named(&mut app, "r"));
@@ -226,8 +233,9 @@ fn sonar_reports_a_robot_crossing_its_beam() {
     let e = echoes[0];
     assert_eq!((e.sonar, e.robot), (sonar, r));
     assert!((e.distance - 1.2).abs() < 0.01, "distance {}", e.distance);
-    // The robot entered the 0.1 m beam at x = 1.5 - 0.05 - 0.1 = 1.35 m, i.e. after ~2.4 s.
-    assert!((115..=125).contains(&e.step), "step {}", e.step);
+    // The robot's centre entered the 0.1 m beam at x = 1.5 - 0.05 = 1.45 m, after ~2.6 s (its
+    // edge, 0.1 m earlier, does not count: as in the VirtualRobot's sonars).
+    assert!((127..=135).contains(&e.step), "step {}", e.step);
     let sonar_state: Sonar = get(&app, sonar);
     assert_eq!(sonar_state.detections, 1);
     assert!(sonar_state.inside.is_empty(), "robot has left the beam");
@@ -237,7 +245,14 @@ fn sonar_reports_a_robot_crossing_its_beam() {
 #[test]
 fn sonar_beam_stops_at_the_first_box() {
     let mut s = room(3.0, 2.0);
-    s.sonars.push(SonarSpec { name: "sonar1".into(), pos: (1.5, 0.0), axis: 90.0, width: 0.1, range: None });
+    s.sonars.push(SonarSpec {
+        name: "sonar1".into(),
+        pos: (1.5, 0.0),
+        axis: 90.0,
+        width: 0.1,
+        range: None,
+        through_walls: false,
+    });
     s.boxes.push(BoxSpec { name: "b".into(), center: (1.5, 1.0), size: (0.4, 0.4), angle: 0.0 });
     let mut app = app(s);
     let sonar = named(&mut app, "sonar1");

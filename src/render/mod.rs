@@ -7,10 +7,11 @@ use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
 use bevy_egui::input::EguiWantsInput;
+use bevy_rapier2d::prelude::{CollisionGroups, Group, QueryFilter, ReadRapierContext};
 
 use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
-use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall};
+use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
 pub mod explore;
 pub mod screenshot;
@@ -257,12 +258,17 @@ fn pan_zoom_and_pick(
     }
 }
 
-fn cone_points(pos: Vec2, heading: f32, fov: f32, range: f32) -> Vec<Vec2> {
-    let n = 16;
-    let mut pts = vec![pos];
-    for i in 0..=n {
-        let a = heading - fov / 2.0 + fov * i as f32 / n as f32;
-        pts.push(pos + Vec2::from_angle(a) * range);
+/// Rays per camera cone drawn.
+const CONE_RAYS: usize = 24;
+
+/// The outline of what a camera at `pos` can see: its cone of `fov` radians about `heading`,
+/// each ray cut where `reach` (the free distance along a unit direction) ends it.
+pub fn cone_points(pos: Vec2, heading: f32, fov: f32, reach: impl Fn(Vec2) -> f32) -> Vec<Vec2> {
+    let mut pts = Vec::with_capacity(CONE_RAYS + 3);
+    pts.push(pos);
+    for i in 0..=CONE_RAYS {
+        let dir = Vec2::from_angle(heading - fov / 2.0 + fov * i as f32 / CONE_RAYS as f32);
+        pts.push(pos + dir * reach(dir));
     }
     pts.push(pos);
     pts
@@ -270,6 +276,8 @@ fn cone_points(pos: Vec2, heading: f32, fov: f32, range: f32) -> Vec<Vec2> {
 
 fn draw_world(
     mut gizmos: Gizmos,
+    rapier: ReadRapierContext,
+    arena: Res<Arena>,
     selection: Res<Selection>,
     partner: Res<Partner>,
     active: Option<Res<ActiveScene>>,
@@ -347,7 +355,29 @@ fn draw_world(
             gizmos.circle_2d(p, robot.radius * 1.35, palette::PARTNER);
         }
         if all_cones || selected {
-            gizmos.linestrip_2d(cone_points(p, heading, camera.fov, camera.range), palette::CONE);
+            // What the camera can see: cut at the first wall or box, and at the arena's edge.
+            let occluders = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
+            let filter = QueryFilter::only_fixed().exclude_sensors().groups(occluders);
+            let reach = |dir: Vec2| {
+                let edge = to_arena_edge(p, dir, &arena).min(camera.range);
+                let hit = rapier.single().ok().and_then(|ctx| ctx.cast_ray(p, dir, edge, true, filter));
+                hit.map_or(edge, |(_, toi)| toi)
+            };
+            gizmos.linestrip_2d(cone_points(p, heading, camera.fov, reach), palette::CONE);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cone_is_cut_where_its_rays_end() {
+        // A wall 0.5 m ahead across the whole cone; range 1.5 m.
+        let pts = cone_points(Vec2::ZERO, 0.0, std::f32::consts::FRAC_PI_2, |d: Vec2| (0.5 / d.x).min(1.5));
+        assert_eq!(pts.len(), CONE_RAYS + 3);
+        assert_eq!((pts[0], *pts.last().unwrap()), (Vec2::ZERO, Vec2::ZERO));
+        assert!(pts[1..pts.len() - 1].iter().all(|p| (p.x - 0.5).abs() < 1e-4), "{pts:?}");
     }
 }

@@ -5,11 +5,13 @@
 use bevy::prelude::*;
 
 pub mod bench;
+pub mod files;
 pub mod headless;
 pub mod hot_reload;
 pub mod load;
 pub mod physics;
 pub mod report;
+pub mod signals;
 
 pub use load::load_now;
 

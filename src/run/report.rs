@@ -49,6 +49,9 @@ pub struct RunReport {
     pub wall_time_s: f64,
     /// Trajectory hash, 16 hex digits.
     pub hash: String,
+    /// The run was stopped (Ctrl-C, SIGTERM, SIGHUP) before all its steps: this is what was done.
+    #[serde(default)]
+    pub interrupted: bool,
     pub robots: Vec<RobotReport>,
     pub pens: PenReport,
     /// Sections added by subsystems, keyed by name.
@@ -99,6 +102,7 @@ pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
         sim_time_s: time.seconds(),
         wall_time_s,
         hash,
+        interrupted: false,
         robots,
         pens,
         sections,
@@ -132,6 +136,9 @@ impl RunReport {
         }
         if self.robots.len() > shown {
             let _ = writeln!(s, "  ... and {} more robots", self.robots.len() - shown);
+        }
+        if self.interrupted {
+            let _ = writeln!(s, "interrupted: these are the metrics of the {} steps done", self.steps);
         }
         let _ = write!(s, "hash: {}", self.hash);
         s

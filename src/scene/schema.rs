@@ -147,7 +147,8 @@ pub struct StationSpec {
 }
 
 /// A sonar at `pos` whose beam leaves along `axis` (degrees), `width` wide, up to `range`
-/// metres or the first wall or box.
+/// metres or the first wall or box (with `through_walls`, through them to its range or the
+/// arena's edge). It reports every robot whose centre enters the beam.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SonarSpec {
@@ -157,6 +158,9 @@ pub struct SonarSpec {
     pub width: f32,
     #[serde(default)]
     pub range: Option<f32>,
+    /// The beam passes walls and boxes, as the VirtualRobot's sonars do.
+    #[serde(default)]
+    pub through_walls: bool,
 }
 
 /// A robot: a disc with a differential drive, a gripper, a battery and its sensors.

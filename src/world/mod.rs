@@ -10,7 +10,7 @@ use crate::sim::SenseSystems;
 
 mod sonar;
 
-pub use sonar::{Sonar, SonarEcho};
+pub use sonar::{Sonar, SonarEcho, to_arena_edge};
 
 /// Collision groups, so spatial queries can ask for one kind of object.
 pub mod groups {
@@ -223,7 +223,7 @@ fn spawn_sonar(world: &mut World, s: &SonarSpec) -> Entity {
         .spawn((
             Name::new(s.name.clone()),
             SceneEntity,
-            Sonar::new(axis, s.width, s.range),
+            Sonar::new(axis, s.width, s.range, s.through_walls),
             transform2d(v(s.pos), s.axis.to_radians()),
         ))
         .id()

@@ -17,6 +17,7 @@ use std::sync::mpsc::Sender;
 use bevy::prelude::*;
 use serde_json::{Value, json};
 
+pub mod http;
 pub mod protocol;
 pub mod server;
 
@@ -193,15 +194,19 @@ pub(super) fn drive_remote_robots(
             remote.held_requests = ep.held_requests();
         }
 
-        // A new contact in the direction of a straight move stops it.
+        // Anything touching the robot in the direction of a straight move stops it: a new
+        // contact, or one the robot already had when the move began (a move into an obstacle it
+        // stands at collides at once; a move away from it goes).
         if let Some((mv, false)) = remote.session.running()
             && matches!(mv, MoveName::MoveForward | MoveName::MoveBackward)
         {
             let backwards = mv == MoveName::MoveBackward;
+            let fresh = bumped.iter().filter(|b| b.robot == entity).map(|b| b.other);
             let ahead: Vec<Entity> = bump.touching_towards(AHEAD, backwards).collect();
-            if let Some(hit) = bumped.iter().find(|b| b.robot == entity && ahead.contains(&b.other)) {
-                let target =
-                    names.get(hit.other).map_or_else(|_| format!("{}", hit.other), |n| target_name(n.as_str()));
+            // A new contact names the obstacle when there is one; else the first one ahead.
+            let hit = fresh.filter(|o| ahead.contains(o)).chain(ahead.iter().copied()).next();
+            if let Some(other) = hit {
+                let target = names.get(other).map_or_else(|_| format!("{other}"), |n| target_name(n.as_str()));
                 effects.extend(remote.session.collision(&target, now));
             }
         }
@@ -272,10 +277,22 @@ pub fn sonar_event(name: &str, sonar: Vec2, axis: Vec2, robot: Vec2) -> Value {
 }
 
 fn report_section(world: &mut World) -> Option<(String, Value)> {
+    let counters: Vec<(String, [u64; 3])> = world
+        .resource::<RemoteServers>()
+        .0
+        .iter()
+        .map(|s| {
+            let c = &s.endpoint.counters;
+            let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            (format!("{:?}", s.key), [load(&c.refused_busy), load(&c.bad_requests), load(&c.accept_errors)])
+        })
+        .collect();
     let mut q = world.query::<(&Name, &Remote)>();
     let robots: Vec<Value> = q
         .iter(world)
         .map(|(n, r)| {
+            let [busy, bad, accept] =
+                counters.iter().find(|(k, _)| *k == format!("{:?}", r.key)).map_or([0; 3], |(_, c)| *c);
             json!({
                 "name": n.as_str(),
                 "protocol": format!("{:?}", r.session.dialect),
@@ -284,6 +301,9 @@ fn report_section(world: &mut World) -> Option<(String, Value)> {
                 "requests": r.session.requests,
                 "errors": r.session.errors,
                 "watchdog_stops": r.session.watchdog_stops,
+                "refused_busy": busy,
+                "bad_requests": bad,
+                "accept_errors": accept,
             })
         })
         .collect();

@@ -1,16 +1,22 @@
-//! The network side of remote control: an HTTP server (tiny_http) and a WebSocket server
-//! (tungstenite) per remote robot, each on its own threads so they never slow the simulation.
-//! They hand what clients send to the simulation through a channel ([`Inbound`]) and carry its
-//! answers back: a held HTTP request waits for its reply, WebSocket clients get every broadcast.
+//! The network side of remote control: an HTTP server (see [`super::http`]) and a WebSocket
+//! server (tungstenite) per remote robot, each on its own threads so they never slow the
+//! simulation. They hand what clients send to the simulation through a channel ([`Inbound`])
+//! and carry its answers back: a held HTTP request waits for its reply, WebSocket clients get
+//! every broadcast.
+//!
+//! Both listeners stay up whatever clients do: connections beyond a limit are answered "busy"
+//! and closed, a request must arrive whole within a time limit, a failed accept (no file
+//! descriptors left, say) is logged and retried, and every refusal is counted.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use bevy::log::warn;
 
 use serde_json::{Value, json};
 use tungstenite::Message;
@@ -36,6 +42,26 @@ pub enum Inbound {
 /// A WebSocket client's outgoing queue.
 type Clients = Arc<Mutex<HashMap<u64, Sender<String>>>>;
 
+/// HTTP connections served at once; more are answered 503 and closed.
+pub const MAX_HTTP_CONNECTIONS: usize = 128;
+/// WebSocket clients connected at once; more are refused.
+pub const MAX_WS_CLIENTS: usize = 256;
+/// A WebSocket handshake must be done within this time.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a failed accept, wait this long before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What the servers refused, for the run metrics and the panel.
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Connections answered "busy" because the limit was reached.
+    pub refused_busy: AtomicU64,
+    /// Requests that did not arrive whole in time, or were malformed or too large.
+    pub bad_requests: AtomicU64,
+    /// Failed accepts (the listener went on).
+    pub accept_errors: AtomicU64,
+}
+
 /// A robot's two servers. Dropping it stops them.
 #[derive(Debug)]
 pub struct Endpoint {
@@ -45,6 +71,7 @@ pub struct Endpoint {
     clients: Clients,
     /// HTTP requests waiting for their reply.
     held: Arc<AtomicU64>,
+    pub counters: Arc<ServerCounters>,
     stop: Arc<AtomicBool>,
 }
 
@@ -55,52 +82,41 @@ impl Drop for Endpoint {
 }
 
 const POLL: Duration = Duration::from_millis(10);
-/// A move request is a few dozen bytes; longer bodies are refused unread.
-const MAX_BODY: u64 = 64 * 1024;
-
-fn cors(response: tiny_http::Response<std::io::Cursor<Vec<u8>>>) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let header = |k: &str, v: &str| tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("ASCII header");
-    response
-        .with_header(header("Content-Type", "text/json"))
-        .with_header(header("Access-Control-Allow-Origin", "*"))
-        .with_header(header("Access-Control-Allow-Methods", "POST, GET, OPTIONS"))
-        .with_header(header("Access-Control-Allow-Headers", "Content-Type, Accept"))
-}
-
-fn json_response(status: u16, body: &Value) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    cors(tiny_http::Response::from_string(body.to_string()).with_status_code(status))
-}
 
 impl Endpoint {
     /// Starts the servers on `address`:`http_port` and `address`:`ws_port` (0 picks a free port).
     pub fn open(address: &str, http_port: u16, ws_port: u16, robot: &str) -> Result<Self, String> {
-        let http = tiny_http::Server::http((address, http_port))
-            .map_err(|e| format!("robot {robot:?}: cannot serve HTTP on {address}:{http_port}: {e}"))?;
-        let http_addr =
-            http.server_addr().to_ip().ok_or_else(|| format!("robot {robot:?}: HTTP server has no IP address"))?;
-        let listener = TcpListener::bind((address, ws_port))
-            .map_err(|e| format!("robot {robot:?}: cannot serve WebSocket on {address}:{ws_port}: {e}"))?;
-        let ws_addr = listener.local_addr().map_err(|e| e.to_string())?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let bind = |port: u16, what: &str| {
+            let listener = TcpListener::bind((address, port))
+                .map_err(|e| format!("robot {robot:?}: cannot serve {what} on {address}:{port}: {e}"))?;
+            listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            Ok::<_, String>((listener, addr))
+        };
+        let (http_listener, http_addr) = bind(http_port, "HTTP")?;
+        let (ws_listener, ws_addr) = bind(ws_port, "WebSocket")?;
         let (tx, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let clients: Clients = Arc::default();
         let held = Arc::new(AtomicU64::new(0));
+        let counters = Arc::new(ServerCounters::default());
         {
-            let (tx, stop, held) = (tx.clone(), Arc::clone(&stop), Arc::clone(&held));
+            let (tx, stop, held, counters) = (tx.clone(), Arc::clone(&stop), Arc::clone(&held), Arc::clone(&counters));
+            let name = robot.to_string();
             thread::Builder::new()
                 .name(format!("http-{robot}"))
-                .spawn(move || serve_http(http, tx, stop, held))
+                .spawn(move || serve_http(http_listener, &name, tx, stop, held, counters))
                 .map_err(|e| e.to_string())?;
         }
         {
-            let (stop, clients) = (Arc::clone(&stop), Arc::clone(&clients));
+            let (stop, clients, counters) = (Arc::clone(&stop), Arc::clone(&clients), Arc::clone(&counters));
+            let name = robot.to_string();
             thread::Builder::new()
                 .name(format!("ws-{robot}"))
-                .spawn(move || serve_ws(listener, tx, stop, clients))
+                .spawn(move || serve_ws(ws_listener, &name, tx, stop, clients, counters))
                 .map_err(|e| e.to_string())?;
         }
-        Ok(Self { http: http_addr, ws: ws_addr, inbound: Mutex::new(rx), clients, held, stop })
+        Ok(Self { http: http_addr, ws: ws_addr, inbound: Mutex::new(rx), clients, held, counters, stop })
     }
 
     /// Sends a message to every WebSocket client.
@@ -138,45 +154,93 @@ impl Endpoint {
     }
 }
 
-fn serve_http(server: tiny_http::Server, tx: Sender<Inbound>, stop: Arc<AtomicBool>, held: Arc<AtomicU64>) {
-    let mut next = 1u64;
+/// Accepts connections until stopped. A failed accept never ends the listener.
+fn accept_loop(
+    listener: &TcpListener,
+    robot: &str,
+    what: &str,
+    stop: &AtomicBool,
+    counters: &ServerCounters,
+    mut serve: impl FnMut(TcpStream),
+) {
+    let mut last_warning: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
-        let request = match server.recv_timeout(Duration::from_millis(50)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(_) => break,
-        };
-        let id = next;
-        next += 1;
-        let (tx, held, stop) = (tx.clone(), Arc::clone(&held), Arc::clone(&stop));
-        // One thread per request: a move's reply is held until the move ends.
-        let _ = thread::Builder::new().name("http-request".into()).spawn(move || {
-            handle_http(request, id, &tx, &held, &stop);
-        });
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                serve(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => thread::sleep(POLL),
+            Err(e) => {
+                counters.accept_errors.fetch_add(1, Ordering::Relaxed);
+                // Out of file descriptors or the like: say so (at most once a second), wait, go on.
+                if last_warning.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                    warn!("remote robot {robot}: {what} cannot accept a connection ({e}); still listening");
+                    last_warning = Some(Instant::now());
+                }
+                thread::sleep(ACCEPT_BACKOFF);
+            }
+        }
     }
 }
 
-fn handle_http(mut request: tiny_http::Request, id: u64, tx: &Sender<Inbound>, held: &AtomicU64, stop: &AtomicBool) {
-    let method = request.method().clone();
-    let url = request.url().to_string();
-    let response = match (&method, url.as_str()) {
-        (tiny_http::Method::Options, _) => json_response(200, &json!({})),
-        (tiny_http::Method::Post, "/api/move") => {
-            let mut body = String::new();
-            let read = request.as_reader().take(MAX_BODY + 1).read_to_string(&mut body);
-            let problem = match read {
-                Err(e) => Some((400, format!("cannot read the body: {e}"))),
-                Ok(n) if n as u64 > MAX_BODY => Some((413, format!("the body is longer than {MAX_BODY} bytes"))),
-                Ok(_) => None,
-            };
-            if let Some((status, why)) = problem {
-                let _ = request
-                    .respond(json_response(status, &json!({"endmove": "false", "move": "unknown", "error": why})));
-                return;
-            }
+fn serve_http(
+    listener: TcpListener,
+    robot: &str,
+    tx: Sender<Inbound>,
+    stop: Arc<AtomicBool>,
+    held: Arc<AtomicU64>,
+    counters: Arc<ServerCounters>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut next = 1u64;
+    accept_loop(&listener, robot, "HTTP", &stop, &counters, |mut stream| {
+        if active.load(Ordering::Relaxed) >= MAX_HTTP_CONNECTIONS {
+            counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.set_write_timeout(Some(POLL));
+            let busy = json!({"error": format!("busy: {MAX_HTTP_CONNECTIONS} connections are open; try again")});
+            let _ = super::http::write_response(&mut stream, 503, &busy);
+            return;
+        }
+        let id = next;
+        next += 1;
+        active.fetch_add(1, Ordering::Relaxed);
+        let (tx, held, stop, counters, active) =
+            (tx.clone(), Arc::clone(&held), Arc::clone(&stop), Arc::clone(&counters), Arc::clone(&active));
+        let spawned = thread::Builder::new().name("http-request".into()).spawn(move || {
+            handle_http(stream, id, &tx, &held, &stop, &counters);
+            active.fetch_sub(1, Ordering::Relaxed);
+        });
+        if spawned.is_err() {
+            warn!("remote robot: no thread for an HTTP connection");
+        }
+    });
+}
+
+fn handle_http(
+    mut stream: TcpStream,
+    id: u64,
+    tx: &Sender<Inbound>,
+    held: &AtomicU64,
+    stop: &AtomicBool,
+    counters: &ServerCounters,
+) {
+    let _ = stream.set_write_timeout(Some(super::http::REQUEST_TIMEOUT));
+    let request = match super::http::read_request(&mut stream) {
+        Ok(r) => r,
+        Err(e) => {
+            counters.bad_requests.fetch_add(1, Ordering::Relaxed);
+            let reply = json!({"endmove": "false", "move": "unknown", "error": e.message});
+            let _ = super::http::write_response(&mut stream, e.status, &reply);
+            return;
+        }
+    };
+    let (status, reply) = match (request.method.as_str(), request.path.as_str()) {
+        ("OPTIONS", _) => (200, json!({})),
+        ("POST", "/api/move") => {
             let (reply_tx, reply_rx) = channel();
-            if tx.send(Inbound::Http { id, body, reply: reply_tx }).is_err() {
-                json_response(503, &json!({"error": "no robot is served here any more"}))
+            if tx.send(Inbound::Http { id, body: request.body, reply: reply_tx }).is_err() {
+                (503, json!({"error": "no robot is served here any more"}))
             } else {
                 held.fetch_add(1, Ordering::Relaxed);
                 let reply = loop {
@@ -188,43 +252,71 @@ fn handle_http(mut request: tiny_http::Request, id: u64, tx: &Sender<Inbound>, h
                 };
                 held.fetch_sub(1, Ordering::Relaxed);
                 match reply {
-                    Some(v) => {
-                        let status = if v.get("error").is_some() { 400 } else { 200 };
-                        json_response(status, &v)
-                    }
-                    None => json_response(503, &json!({"error": "the robot went away before the move ended"})),
+                    Some(v) => (if v.get("error").is_some() { 400 } else { 200 }, v),
+                    None => (503, json!({"error": "the robot went away before the move ended"})),
                 }
             }
         }
-        _ => json_response(
+        (method, url) => (
             404,
-            &json!({"error": format!("no route {method} {url}: send moves as POST /api/move with {{\"robotmove\":M,\"time\":T}}")}),
+            json!({"error": format!("no route {method} {url}: send moves as POST /api/move with {{\"robotmove\":M,\"time\":T}}")}),
         ),
     };
-    let _ = request.respond(response);
+    let _ = super::http::write_response(&mut stream, status, &reply);
 }
 
-fn serve_ws(listener: TcpListener, tx: Sender<Inbound>, stop: Arc<AtomicBool>, clients: Clients) {
+fn serve_ws(
+    listener: TcpListener,
+    robot: &str,
+    tx: Sender<Inbound>,
+    stop: Arc<AtomicBool>,
+    clients: Clients,
+    counters: Arc<ServerCounters>,
+) {
+    let connecting = Arc::new(AtomicUsize::new(0));
     let mut next = 1u64;
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let id = next;
-                next += 1;
-                let (tx, stop, clients) = (tx.clone(), Arc::clone(&stop), Arc::clone(&clients));
-                let _ = thread::Builder::new().name("ws-client".into()).spawn(move || {
-                    ws_client(stream, id, &tx, &stop, &clients);
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => thread::sleep(POLL),
-            Err(_) => thread::sleep(POLL),
+    accept_loop(&listener, robot, "WebSocket", &stop, &counters, |stream| {
+        let open = clients.lock().map_or(0, |c| c.len()) + connecting.load(Ordering::Relaxed);
+        if open >= MAX_WS_CLIENTS {
+            counters.refused_busy.fetch_add(1, Ordering::Relaxed);
+            let mut stream = stream;
+            let _ = stream.set_write_timeout(Some(POLL));
+            let busy = json!({"error": format!("busy: {MAX_WS_CLIENTS} WebSocket clients are connected")});
+            let _ = super::http::write_response(&mut stream, 503, &busy);
+            return;
         }
-    }
+        let id = next;
+        next += 1;
+        connecting.fetch_add(1, Ordering::Relaxed);
+        let (tx, stop, clients, counters, connecting) =
+            (tx.clone(), Arc::clone(&stop), Arc::clone(&clients), Arc::clone(&counters), Arc::clone(&connecting));
+        let spawned = thread::Builder::new().name("ws-client".into()).spawn(move || {
+            ws_client(stream, id, &tx, &stop, &clients, &counters, &connecting);
+        });
+        if spawned.is_err() {
+            warn!("remote robot: no thread for a WebSocket client");
+        }
+    });
 }
 
-fn ws_client(stream: TcpStream, id: u64, tx: &Sender<Inbound>, stop: &AtomicBool, clients: &Clients) {
-    let _ = stream.set_nonblocking(false);
-    let Ok(mut ws) = tungstenite::accept(stream) else { return };
+fn ws_client(
+    stream: TcpStream,
+    id: u64,
+    tx: &Sender<Inbound>,
+    stop: &AtomicBool,
+    clients: &Clients,
+    counters: &ServerCounters,
+    connecting: &AtomicUsize,
+) {
+    // A handshake that does not come in time (a silent client, a TLS hello) is given up.
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+    let accepted = tungstenite::accept(stream);
+    connecting.fetch_sub(1, Ordering::Relaxed);
+    let Ok(mut ws) = accepted else {
+        counters.bad_requests.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
     let _ = ws.get_mut().set_read_timeout(Some(POLL));
     let (out_tx, out_rx) = channel::<String>();
     if let Ok(mut c) = clients.lock() {

@@ -1,0 +1,35 @@
+//! Ctrl-C, SIGTERM and SIGHUP during a headless run or a sweep: the first one asks the run to
+//! stop at the next chunk of steps, so what is done is written (marked interrupted) and nothing
+//! is left half-written; a second one ends the process at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: nix::libc::c_int) {
+    // Only an atomic store: nothing else is safe in a signal handler.
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Installs the handlers for SIGINT, SIGTERM and SIGHUP; each fires once, then the signal's
+/// default action (ending the process) is back.
+pub fn install() -> Result<(), String> {
+    let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::SA_RESETHAND, SigSet::empty());
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { sigaction(signal, &action) }.map_err(|e| format!("cannot handle {signal}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Whether a stop was asked for.
+pub fn requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Asks for a stop, as a signal would (tests, and a sweep stopping its workers).
+pub fn request() {
+    STOP.store(true, Ordering::SeqCst);
+}
