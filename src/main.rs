@@ -201,6 +201,9 @@ struct RunOptions<'a> {
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     let RunOptions { seed, out, no_radio, dump_network, realtime, protocol } = options;
+    if let Err(e) = signals::install() {
+        eprintln!("{e}");
+    }
     let mut scene = match load(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -229,9 +232,6 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
                 *protocol = dialect;
             }
         }
-    }
-    if let Err(e) = signals::install() {
-        eprintln!("{e}");
     }
     let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
     // Ports that could not be opened: the run would go on without the robots they serve.

@@ -197,7 +197,7 @@ fn a_signal_stops_a_run_and_its_metrics_are_written_marked_interrupted() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::thread::sleep(std::time::Duration::from_millis(2000));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(130), "{signal}: {}", text(&out));
