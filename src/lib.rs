@@ -43,6 +43,10 @@ pub struct AppPlugin {
     pub select: Option<String>,
     /// Remote robots speak this VirtualRobot dialect instead of their scene's.
     pub protocol: Option<scene::schema::Dialect>,
+    /// Serve robot programs on this port instead of the scene's.
+    pub program_port: Option<u16>,
+    /// Changes to every scene read from a file (already applied to `scene`).
+    pub overrides: scene::SceneOverrides,
 }
 
 impl Plugin for AppPlugin {
@@ -54,7 +58,9 @@ impl Plugin for AppPlugin {
         .add_plugins(bevy_egui::EguiPlugin::default())
         .add_plugins(SimPlugin)
         .insert_resource(sim::SimClock::real_time())
-        .insert_resource(control::remote::DialectOverride(self.protocol));
+        .insert_resource(control::remote::DialectOverride(self.protocol))
+        .insert_resource(control::programs::ProgramPortOverride(self.program_port))
+        .insert_resource(self.overrides.clone());
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
         run::hot_reload::plugin(app);
         render::plugin(app);

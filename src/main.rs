@@ -9,15 +9,18 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
+use crsim::control::programs::{ProgramPortOverride, ProgramServer};
 use crsim::control::remote::Remote;
 use crsim::run::bench::{BenchOptions, run_bench};
 use crsim::run::files::write_atomic;
-use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::headless::{headless_app_with, run_steps};
 use crsim::run::report::build_report;
 use crsim::run::signals;
+use crsim::scene::load::{DEFAULT_SCENE, DEFAULT_SCENE_NAME, parse_scene_with};
 use crsim::scene::schema::{ControllerSpec, Dialect};
-use crsim::scene::{SceneFile, SceneSource, default_scene, load_scene_file};
+use crsim::scene::{SceneFile, SceneOverrides, SceneSource, load_scene_file, load_scene_file_with};
 use crsim::sim::SimTime;
+use crsim::sim::StepGate;
 
 /// crsim: a cooperative multi-robot simulator.
 ///
@@ -42,6 +45,13 @@ struct Cli {
     /// of their scene's, for old clients.
     #[arg(long, value_name = "YEAR")]
     protocol: Option<Dialect>,
+    /// Serve robot programs on this port instead of the scene's (0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    program_port: Option<u16>,
+    /// Drive these robots by programs outside crsim, whatever their controller in the scene:
+    /// names separated by commas, or `all`.
+    #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
+    programs: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -70,6 +80,14 @@ enum Command {
         /// Remote robots speak the VirtualRobot protocol of this year (2021, 2022 or 2023).
         #[arg(long, value_name = "YEAR")]
         protocol: Option<Dialect>,
+        /// Serve robot programs on this port instead of the scene's (0 picks a free one); the
+        /// first line printed says where.
+        #[arg(long, value_name = "PORT")]
+        program_port: Option<u16>,
+        /// Drive these robots by programs outside crsim, whatever their controller in the
+        /// scene: names separated by commas, or `all`.
+        #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
+        programs: Vec<String>,
     },
     /// Validate scene files and network structure files; prints `ok` or the errors for each.
     Check {
@@ -107,10 +125,26 @@ fn main() -> ExitCode {
         log_to_stderr();
     }
     match cli.command {
-        None => open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, cli.protocol),
-        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime, protocol }) => {
+        None => {
+            let overrides = SceneOverrides { programs: cli.programs };
+            let outside = Outside { protocol: cli.protocol, program_port: cli.program_port, overrides };
+            open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
+        }
+        Some(Command::Run {
+            scene,
+            steps,
+            seed,
+            out,
+            no_radio,
+            dump_network,
+            realtime,
+            protocol,
+            program_port,
+            programs,
+        }) => {
             let dump_network = dump_network.as_deref();
-            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, protocol };
+            let outside = Outside { protocol, program_port, overrides: SceneOverrides { programs } };
+            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, outside };
             run(&scene, steps, options)
         }
         Some(Command::Check { files }) => check(&files),
@@ -120,8 +154,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(path: &Path) -> Result<SceneFile, ExitCode> {
-    load_scene_file(path).map(|(s, _)| s).map_err(|e| {
+fn load(path: &Path, overrides: &SceneOverrides) -> Result<SceneFile, ExitCode> {
+    load_scene_file_with(path, overrides).map(|(s, _)| s).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(2)
     })
@@ -131,14 +165,21 @@ fn open_app(
     scene: Option<PathBuf>,
     screenshot: Option<(PathBuf, u32)>,
     select: Option<String>,
-    protocol: Option<Dialect>,
+    outside: Outside,
 ) -> ExitCode {
+    let Outside { protocol, program_port, overrides } = outside;
     let (scene, source) = match scene {
-        Some(path) => match load(&path) {
+        Some(path) => match load(&path, &overrides) {
             Ok(s) => (s, SceneSource::File(path)),
             Err(code) => return code,
         },
-        None => (default_scene(), SceneSource::BuiltIn),
+        None => match parse_scene_with(DEFAULT_SCENE, DEFAULT_SCENE_NAME, &overrides) {
+            Ok(s) => (s, SceneSource::BuiltIn),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         eprintln!(
@@ -160,7 +201,7 @@ fn open_app(
     }));
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut app = App::new();
-        app.add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol });
+        app.add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol, program_port, overrides });
         app
     }));
     std::panic::set_hook(previous);
@@ -196,15 +237,23 @@ struct RunOptions<'a> {
     no_radio: bool,
     dump_network: Option<&'a str>,
     realtime: bool,
+    outside: Outside,
+}
+
+/// What the command line says about robots driven from outside, for the app and for `run`.
+struct Outside {
     protocol: Option<Dialect>,
+    program_port: Option<u16>,
+    overrides: SceneOverrides,
 }
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime, protocol } = options;
+    let RunOptions { seed, out, no_radio, dump_network, realtime, outside } = options;
+    let Outside { protocol, program_port, overrides } = outside;
     if let Err(e) = signals::install() {
         eprintln!("{e}");
     }
-    let mut scene = match load(path) {
+    let mut scene = match load(path, &overrides) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -233,7 +282,9 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     }
-    let mut app = headless_app(scene, SceneSource::File(path.to_path_buf()));
+    let mut app = headless_app_with(scene, SceneSource::File(path.to_path_buf()), |app| {
+        app.insert_resource(ProgramPortOverride(program_port)).insert_resource(overrides);
+    });
     // Ports that could not be opened: the run would go on without the robots they serve.
     let problems = port_problems(&mut app);
     if !problems.is_empty() {
@@ -248,9 +299,15 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             println!("remote robot {name}: http://{http}/api/move  ws://{ws}");
         }
     }
+    if let Some(addr) = app.world().resource::<ProgramServer>().local {
+        println!("programs: listening on {addr}");
+    }
     let bar = progress_bar(steps);
     let start = Instant::now();
     let mut done = 0;
+    if let Err(code) = wait_for_programs(&mut app) {
+        return code;
+    }
     if realtime {
         // Keep simulated time level with the wall clock: run the steps that are due, then wait.
         let dt = app.world().resource::<SimTime>().dt_exact;
@@ -268,6 +325,9 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
     } else {
         while done < steps && !signals::requested() {
+            if let Err(code) = wait_for_programs(&mut app) {
+                return code;
+            }
             let n = RUN_CHUNK.min(steps - done);
             run_steps(&mut app, n);
             done += n;
@@ -275,8 +335,13 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
     }
     bar.finish_and_clear();
+    let interrupted = done < steps;
+    crsim::control::programs::finish(
+        app.world_mut(),
+        if interrupted { "the run was stopped" } else { "the run's steps are done" },
+    );
     let mut report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
-    report.interrupted = done < steps;
+    report.interrupted = interrupted;
     println!("{}", report.summary());
     if let Some(robot) = dump_network
         && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
@@ -305,6 +370,34 @@ const RUN_CHUNK: u64 = 100;
 /// The exit code of a run stopped by a signal (as a shell reports Ctrl-C).
 const INTERRUPTED: u8 = 130;
 
+/// waitForRobots: while program robots are still to register, serve the programs; after the
+/// scene's `wait_for_robots` give up, naming the robots that never came.
+fn wait_for_programs(app: &mut App) -> Result<(), ExitCode> {
+    if !app.world().resource::<StepGate>().held() {
+        return Ok(());
+    }
+    let wait = app.world().resource::<ProgramServer>().settings.wait_for_robots;
+    let start = Instant::now();
+    let mut said = false;
+    while app.world().resource::<StepGate>().held() {
+        if !said {
+            println!("programs: waiting for {}", app.world().resource::<StepGate>().waiting_for.join(", "));
+            said = true;
+        }
+        if signals::requested() {
+            return Ok(());
+        }
+        if start.elapsed().as_secs_f32() > wait {
+            let missing = app.world().resource::<StepGate>().waiting_for.join(", ");
+            eprintln!("programs: no program registered {missing} within {wait} s; giving up");
+            return Err(ExitCode::from(2));
+        }
+        app.update();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    Ok(())
+}
+
 /// Every port of the loaded scene that could not be opened, naming the robot and the port.
 fn port_problems(app: &mut App) -> Vec<String> {
     let world = app.world_mut();
@@ -313,6 +406,7 @@ fn port_problems(app: &mut App) -> Vec<String> {
         problems.push(format!("the update-all port: {e}"));
     }
     problems.extend(world.query::<&Remote>().iter(world).filter_map(|r| r.error.clone()));
+    problems.extend(world.resource::<ProgramServer>().error.clone());
     problems
 }
 

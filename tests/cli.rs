@@ -1,6 +1,8 @@
 //! The `crsim` binary as a user runs it: `check`, `run`, `bench`, bad arguments, and the GUI
 //! smoke test (ignored by default; `.ci/run` runs it under Xvfb).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -308,6 +310,44 @@ fn gui_smoke_screenshot() {
     assert!(step > 100, "step {step}");
     let run = crsim(&["run", "scenes/swarm.ron", "--steps", &step.to_string()]);
     assert_eq!(hash, hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ on the swarm");
+    // Robots driven by a program in lock-step: the app and a headless run agree too.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let client = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(start.elapsed().as_secs() < 60, "the app's program server never came up");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        common::circles(addr, u64::MAX / 2)
+    });
+    let png = dir.join("programs.png");
+    let out = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim"), "scenes/programs.ron"])
+        .args(["--program-port", &port.to_string(), "--programs", "beta"])
+        .args(["--screenshot", &png.to_string_lossy(), "--frames", "150"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let served = client.join().unwrap();
+    let (step, hash) = app_stop(&out);
+    assert!(step > 50 && served >= step, "step {step}, served {served}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/programs.ron", "--steps", &step.to_string(), "--program-port", "0", "--programs", "beta"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    let addr = line.trim().strip_prefix("programs: listening on ").expect(&line).parse().unwrap();
+    common::circles(addr, u64::MAX / 2);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    child.wait().unwrap();
+    assert_eq!(hash, hash_line(&rest), "app and headless differ with program robots");
 }
 
 fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {

@@ -8,7 +8,7 @@
 pub mod model;
 pub mod radio;
 
-pub use radio::{CommAbilities, Payload, Radio, RadioIn, RadioOut};
+pub use radio::{CommAbilities, Payload, Radio, RadioIn, RadioOut, register_robot, restore_pairs};
 
 pub(super) fn plugin(app: &mut bevy::prelude::App) {
     radio::plugin(app);

@@ -11,9 +11,10 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde_json::json;
 
-use super::model::{CommType, CommsModel, PairParams, RobotParams, SystemParams, Target};
+use super::model::{CommType, CommsError, CommsModel, PairParams, RobotParams, SystemParams, Target};
 use super::{DropCause, Message};
 use crate::robot::Robot;
+use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream;
 use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
@@ -35,6 +36,47 @@ pub enum Payload {
     Claim { pen: String, distance: f32 },
     /// Free text, for people and tests.
     Text(String),
+    /// Anything a robot program sends (JSON).
+    Json(serde_json::Value),
+}
+
+impl Payload {
+    /// The payload as JSON, as robot programs read it: `{"obstacles": [[x, y], ...]}`,
+    /// `{"claim": {"pen": NAME, "distance": D}}`, a string, or what a program sent.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Payload::Obstacles(points) => json!({"obstacles": points.iter().map(|p| [p.x, p.y]).collect::<Vec<_>>()}),
+            Payload::Claim { pen, distance } => json!({"claim": {"pen": pen, "distance": distance}}),
+            Payload::Text(t) => serde_json::Value::String(t.clone()),
+            Payload::Json(v) => v.clone(),
+        }
+    }
+
+    /// A program's message: in the shapes crsim's own robots speak (`claim`, `obstacles`) it
+    /// becomes what they understand; anything else travels as it is.
+    pub fn from_json(v: serde_json::Value) -> Payload {
+        let single = v.as_object().filter(|o| o.len() == 1);
+        if let Some(claim) = single.and_then(|o| o.get("claim")).and_then(|c| c.as_object())
+            && let (Some(pen), Some(distance)) =
+                (claim.get("pen").and_then(|p| p.as_str()), claim.get("distance").and_then(|d| d.as_f64()))
+            && claim.len() == 2
+        {
+            return Payload::Claim { pen: pen.to_string(), distance: distance as f32 };
+        }
+        if let Some(points) = single.and_then(|o| o.get("obstacles")).and_then(|p| p.as_array()) {
+            let parsed: Option<Vec<Vec2>> = points
+                .iter()
+                .map(|p| {
+                    let a = p.as_array().filter(|a| a.len() == 2)?;
+                    Some(Vec2::new(a[0].as_f64()? as f32, a[1].as_f64()? as f32))
+                })
+                .collect();
+            if let Some(points) = parsed {
+                return Payload::Obstacles(points);
+            }
+        }
+        Payload::Json(v)
+    }
 }
 
 /// The communication model of the running scene.
@@ -73,28 +115,20 @@ fn take_radio(remove: On<Remove, CommAbilities>, names: Query<&Name>, mut radio:
     }
 }
 
-/// A fresh model for a freshly loaded scene, every robot registered in robot order.
+/// A fresh model for a freshly loaded scene, every robot registered in robot order, but for the
+/// robots of outside programs, which register when their program says so (seed 000).
 fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query<&Name>, mut radio: ResMut<Radio>) {
     let c = &active.scene.comms;
     let system = SystemParams { link: c.link, range: c.range, delay: c.delay, probability: c.probability };
     let mut model = CommsModel::new(system, c.inbox_capacity, stream(active.scene.seed, "comms", 0));
     for (spec, &e) in active.scene.robots.iter().zip(&order.0) {
         let Ok(name) = robots.get(e) else { continue };
-        let rc = &spec.comms;
-        let kind = CommType { broadcast: rc.broadcast, point_to_point: rc.point_to_point };
-        if let Err(err) = model.register(name.as_str(), kind) {
-            warn!("comms: {err}");
+        if matches!(spec.controller, ControllerSpec::Program {}) {
             continue;
         }
-        if let Some(p) = model.robot_params_mut(name.as_str()) {
-            *p = RobotParams {
-                incoming: rc.incoming,
-                outgoing: rc.outgoing,
-                range: rc.range,
-                delay: rc.delay,
-                probability: rc.probability,
-                kind,
-            };
+        let kind = CommType { broadcast: spec.comms.broadcast, point_to_point: spec.comms.point_to_point };
+        if let Err(err) = register_robot(&mut model, &spec.comms, name.as_str(), kind) {
+            warn!("comms: {err}");
         }
     }
     for p in &c.pairs {
@@ -102,6 +136,36 @@ fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query
         model.set_pair(&p.from, &p.to, params);
     }
     radio.0 = model;
+}
+
+/// Registers a robot (seed 000's registerRobot) with the communication type `kind` and the
+/// robot parameters of its scene entry.
+pub fn register_robot(
+    model: &mut CommsModel<Payload>,
+    rc: &RobotCommsSpec,
+    name: &str,
+    kind: CommType,
+) -> Result<(), CommsError> {
+    model.register(name, kind)?;
+    if let Some(p) = model.robot_params_mut(name) {
+        *p = RobotParams {
+            incoming: rc.incoming,
+            outgoing: rc.outgoing,
+            range: rc.range,
+            delay: rc.delay,
+            probability: rc.probability,
+            kind,
+        };
+    }
+    Ok(())
+}
+
+/// Sets the scene's pair parameters that involve `name` again (after it registered anew).
+pub fn restore_pairs(model: &mut CommsModel<Payload>, scene: &SceneFile, name: &str) {
+    for p in scene.comms.pairs.iter().filter(|p| p.from == name || p.to == name) {
+        let params = PairParams { link: p.link, range: p.range, delay: p.delay, probability: p.probability };
+        model.set_pair(&p.from, &p.to, params);
+    }
 }
 
 fn deliver(
@@ -211,4 +275,23 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "robots": robots,
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_travel_as_json_and_back() {
+        for p in [
+            Payload::Claim { pen: "pen3".into(), distance: 0.5 },
+            Payload::Obstacles(vec![Vec2::new(1.0, 2.0), Vec2::new(0.5, 0.25)]),
+        ] {
+            assert_eq!(Payload::from_json(p.to_json()), p);
+        }
+        assert_eq!(Payload::Text("hi".into()).to_json(), json!("hi"));
+        let other = json!({"claim": {"pen": "p", "distance": 1, "extra": true}});
+        assert_eq!(Payload::from_json(other.clone()), Payload::Json(other));
+        assert_eq!(Payload::from_json(json!([1, 2])), Payload::Json(json!([1, 2])));
+    }
 }

@@ -4,7 +4,8 @@
 //! - [`simple`]: a constant command (`Drive`) and the seeded random wanderer (`Wander`);
 //! - [`explore`]: the cautious explorer of seed 002 (`Explorer`);
 //! - [`network`]: the behaviour network of seed 001 (`Network`);
-//! - [`remote`]: a robot driven in the VirtualRobot protocol by outside clients (`Remote`).
+//! - [`remote`]: a robot driven in the VirtualRobot protocol by outside clients (`Remote`);
+//! - [`programs`]: robots driven in lock-step by programs outside crsim (`Program`).
 //!
 //! Robots of kind `Idle` have none, and `External` robots are driven by packets straight into
 //! the bot manager. Every controller is attached the same way: [`attach_controller`] observes
@@ -16,6 +17,7 @@ use bevy::prelude::*;
 
 pub mod explore;
 pub mod network;
+pub mod programs;
 pub mod remote;
 pub mod simple;
 
@@ -33,6 +35,7 @@ pub struct ControllerKind(pub ControllerSpec);
 pub(super) fn plugin(app: &mut App) {
     explore::plugin(app);
     network::plugin(app);
+    programs::plugin(app);
     remote::plugin(app);
     app.add_observer(attach_controller).add_systems(
         FixedUpdate,
@@ -43,6 +46,7 @@ pub(super) fn plugin(app: &mut App) {
             explore::explore,
             network::controller::think,
             remote::drive_remote_robots,
+            programs::act,
         )
             .chain()
             .in_set(ThinkSystems::Control),
@@ -69,6 +73,9 @@ fn attach_controller(add: On<Add, Robot>, mut commands: Commands, mut p: AttachP
     match controller {
         ControllerSpec::Idle | ControllerSpec::External { .. } => {
             commands.entity(add.entity).insert(kind);
+        }
+        ControllerSpec::Program {} => {
+            commands.entity(add.entity).insert((kind, programs::Program::default()));
         }
         ControllerSpec::Drive { linear, angular } => {
             commands.entity(add.entity).insert((kind, simple::ConstantDrive { linear, angular: angular.to_radians() }));

@@ -16,6 +16,8 @@ pub struct Gripper {
     /// Reach beyond the body's front edge, metres.
     pub reach: f32,
     pub holding: Option<Entity>,
+    /// Pens it dropped into boxes so far.
+    pub boxed: u32,
 }
 
 /// Where a held pen is carried: in front of the body, halfway into the reach.
@@ -81,6 +83,7 @@ pub(super) fn apply_gripper(
                 match container.and_then(|b| boxes.get_mut(b).ok().map(|pb| (b, pb))) {
                     Some((b, mut pen_box)) => {
                         pen_box.pens += 1;
+                        gripper.boxed += 1;
                         pen_commands.insert(Boxed { container: b });
                     }
                     None => {

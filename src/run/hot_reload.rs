@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use bevy::prelude::*;
 
-use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus, load_scene_file};
+use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus, load_scene_file_with};
 
 /// How often the file's modification time is checked.
 const POLL: Duration = Duration::from_millis(300);
@@ -38,6 +38,7 @@ fn watch_scene_file(
     time: Res<Time<Real>>,
     active: Option<Res<ActiveScene>>,
     mut watched: Local<Watched>,
+    overrides: Res<SceneOverrides>,
     mut pending: ResMut<PendingScene>,
     mut status: ResMut<SceneStatus>,
 ) {
@@ -62,12 +63,13 @@ fn watch_scene_file(
         return;
     }
     watched.modified = now;
-    reload_from(path, &mut pending, &mut status);
+    reload_from(path, &overrides, &mut pending, &mut status);
 }
 
-/// Reads `path` and queues it to replace the running scene, or reports why it cannot.
-pub fn reload_from(path: &Path, pending: &mut PendingScene, status: &mut SceneStatus) {
-    match load_scene_file(path) {
+/// Reads `path` (with the command line's overrides) and queues it to replace the running scene,
+/// or reports why it cannot.
+pub fn reload_from(path: &Path, overrides: &SceneOverrides, pending: &mut PendingScene, status: &mut SceneStatus) {
+    match load_scene_file_with(path, overrides) {
         Ok((scene, _)) => {
             info!("loaded scene {}", path.display());
             pending.request(scene, SceneSource::File(path.to_path_buf()));

@@ -11,7 +11,9 @@ use bevy::prelude::*;
 
 use super::physics;
 use crate::robot::spawn_robot;
-use crate::scene::{ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneSource, SceneStatus};
+use crate::scene::{
+    ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneOverrides, SceneSource, SceneStatus,
+};
 use crate::sim::rng::SimSeed;
 use crate::sim::{LoadSystems, RobotOrder, SimClock, SimTime, TrajectoryHash};
 use crate::world::spawn_world;
@@ -19,6 +21,7 @@ use crate::world::spawn_world;
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<PendingScene>()
         .init_resource::<SceneStatus>()
+        .init_resource::<SceneOverrides>()
         .add_message::<SceneLoaded>()
         .add_systems(PreUpdate, apply_pending_scene.in_set(LoadSystems::Load));
 }

@@ -8,6 +8,7 @@ use ron::extensions::Extensions;
 
 use super::error::SceneError;
 pub use super::error::SceneLoadError;
+use super::overrides::SceneOverrides;
 use super::schema::SceneFile;
 use super::validate::validate;
 
@@ -61,22 +62,33 @@ fn ron_options() -> ron::Options {
 
 /// Parses and validates scene text; `path` is only used in messages.
 pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> {
-    let scene: SceneFile = ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
+    parse_scene_with(text, path, &SceneOverrides::default())
+}
+
+/// Parses scene text, applies `overrides` and validates the result.
+pub fn parse_scene_with(text: &str, path: &str, overrides: &SceneOverrides) -> Result<SceneFile, SceneLoadError> {
+    let mut scene: SceneFile = ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
         path: path.to_string(),
         line: e.span.start.line,
         col: e.span.start.col,
         message: e.code.to_string(),
     })?;
-    let errors = validate(&scene);
+    let mut errors = overrides.apply(&mut scene);
+    errors.extend(validate(&scene));
     if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
 }
 
 /// Reads, parses and validates a scene file, and the network structure it names. Returns the
 /// scene and the text it came from.
 pub fn load_scene_file(path: &Path) -> Result<(SceneFile, String), SceneLoadError> {
+    load_scene_file_with(path, &SceneOverrides::default())
+}
+
+/// Reads a scene file as [`load_scene_file`] does, with `overrides` applied before validation.
+pub fn load_scene_file_with(path: &Path, overrides: &SceneOverrides) -> Result<(SceneFile, String), SceneLoadError> {
     let shown = path.display().to_string();
     let text = read_text(path)?;
-    let mut scene = parse_scene(&text, &shown)?;
+    let mut scene = parse_scene_with(&text, &shown, overrides)?;
     resolve_network(&mut scene, path.parent().unwrap_or(Path::new(".")), &shown)?;
     Ok((scene, text))
 }

@@ -11,10 +11,12 @@ pub mod error;
 pub mod geometry;
 pub mod load;
 pub mod network;
+pub mod overrides;
 pub mod schema;
 pub mod validate;
 
-pub use load::{SceneLoadError, default_scene, load_scene_file, parse_scene};
+pub use load::{SceneLoadError, default_scene, load_scene_file, load_scene_file_with, parse_scene};
+pub use overrides::SceneOverrides;
 pub use schema::SceneFile;
 
 /// Marks every entity that belongs to the loaded scene (despawned on reload).

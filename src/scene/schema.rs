@@ -46,6 +46,9 @@ pub struct SceneFile {
     /// The bot manager: UDP address and ports for outside controllers, and the watchdog.
     #[serde(default)]
     pub botlink: BotlinkSpec,
+    /// The server for robot programs outside crsim (robots of controller kind `Program`).
+    #[serde(default)]
+    pub programs: ProgramsSpec,
     /// The basic network structure for `Network` robots: a RON file, relative to the scene
     /// file. The structure shipped in `assets/network.ron` when absent.
     #[serde(default)]
@@ -75,6 +78,62 @@ pub struct BotlinkSpec {
 impl Default for BotlinkSpec {
     fn default() -> Self {
         Self { address: default_address(), update_all_port: None, watchdog: default_watchdog() }
+    }
+}
+
+/// What happens to the robots of a program that has not answered a step in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum LatePolicy {
+    /// They go on with their running skills (seed 003's notes: a late controller keeps its last
+    /// command).
+    #[default]
+    Keep,
+    /// They stop.
+    Stop,
+    /// The program is disconnected and its robots stop.
+    Drop,
+}
+
+/// The server robot programs connect to (seeds 003 and 000): TCP, newline-delimited JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramsSpec {
+    #[serde(default = "default_address")]
+    pub address: String,
+    /// 0 picks a free port.
+    #[serde(default = "default_program_port")]
+    pub port: u16,
+    /// Real seconds a headless run waits for every program robot to be registered before step 0.
+    #[serde(default = "default_wait_for_robots")]
+    pub wait_for_robots: f32,
+    /// Real seconds one step waits for a program's actions.
+    #[serde(default = "default_step_timeout")]
+    pub step_timeout: f32,
+    #[serde(default)]
+    pub late: LatePolicy,
+    /// The longest message content a program may send, bytes of JSON.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// The longest frame a program may send, bytes.
+    #[serde(default = "default_max_frame_bytes")]
+    pub max_frame_bytes: usize,
+    /// Programs connected at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+impl Default for ProgramsSpec {
+    fn default() -> Self {
+        Self {
+            address: default_address(),
+            port: default_program_port(),
+            wait_for_robots: default_wait_for_robots(),
+            step_timeout: default_step_timeout(),
+            late: LatePolicy::Keep,
+            max_message_bytes: default_max_message_bytes(),
+            max_frame_bytes: default_max_frame_bytes(),
+            max_connections: default_max_connections(),
+        }
     }
 }
 
@@ -258,6 +317,9 @@ pub enum ControllerSpec {
         #[serde(default)]
         protocol: Dialect,
     },
+    /// Driven by a program outside crsim over the environment protocol, in lock-step with the
+    /// simulation (see `programs` in the scene for the server).
+    Program {},
     /// The behaviour network of seed 001: collects pens into boxes and recharges when low.
     Network {
         /// Steps a subject stays in the network after its object was last seen.
@@ -464,6 +526,7 @@ impl SceneFile {
             robots: vec![],
             comms: CommsSpec::default(),
             botlink: BotlinkSpec::default(),
+            programs: ProgramsSpec::default(),
             network: None,
             network_structure: None,
         }
@@ -553,6 +616,24 @@ fn default_inbox_capacity() -> usize {
 }
 fn default_address() -> String {
     "127.0.0.1".to_string()
+}
+fn default_program_port() -> u16 {
+    9400
+}
+fn default_wait_for_robots() -> f32 {
+    60.0
+}
+fn default_step_timeout() -> f32 {
+    5.0
+}
+fn default_max_message_bytes() -> usize {
+    4096
+}
+fn default_max_frame_bytes() -> usize {
+    8 * 1024 * 1024
+}
+fn default_max_connections() -> usize {
+    64
 }
 fn default_watchdog() -> f32 {
     2.0

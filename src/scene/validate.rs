@@ -29,6 +29,7 @@ pub fn validate(scene: &SceneFile) -> Vec<SceneError> {
         check_comms(&scene.comms, &mut err);
         check_radio(scene, &mut err);
         check_botlink(scene, &mut err);
+        check_programs(scene, &mut err);
         // Placement and overlap checks need sane numbers; skip them while sizes are wrong.
         if sizes.is_empty() {
             check_placement(scene, &mut err);
@@ -223,7 +224,10 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
         e("camera period must be at least 1 step".into());
     }
     match r.controller {
-        ControllerSpec::Idle | ControllerSpec::External { .. } | ControllerSpec::Explorer { .. } => {}
+        ControllerSpec::Idle
+        | ControllerSpec::External { .. }
+        | ControllerSpec::Explorer { .. }
+        | ControllerSpec::Program {} => {}
         ControllerSpec::Drive { linear, angular } => {
             if !(linear.is_finite() && angular.is_finite()) {
                 e("Drive speeds must be finite numbers".into());
@@ -344,6 +348,42 @@ fn check_botlink(scene: &SceneFile, err: &mut Report) {
                 } else {
                     tcp.insert(port, me);
                 }
+            }
+        }
+    }
+}
+
+fn check_programs(scene: &SceneFile, err: &mut Report) {
+    let p = &scene.programs;
+    let mut e = |m: String| err("programs".into(), m);
+    if p.address.parse::<std::net::IpAddr>().is_err() {
+        e(format!("address \"{}\" is not an IP address", p.address));
+    }
+    if !(p.wait_for_robots.is_finite() && (0.0..=86_400.0).contains(&p.wait_for_robots)) {
+        e(format!("wait_for_robots must be 0..86400 seconds, got {}", p.wait_for_robots));
+    }
+    if !(p.step_timeout.is_finite() && p.step_timeout > 0.0 && p.step_timeout <= 3600.0) {
+        e(format!("step_timeout must be in (0, 3600] seconds, got {}", p.step_timeout));
+    }
+    if !(16..=p.max_frame_bytes / 2).contains(&p.max_message_bytes) {
+        e(format!(
+            "max_message_bytes must be 16 up to half of max_frame_bytes ({}), got {}",
+            p.max_frame_bytes, p.max_message_bytes
+        ));
+    }
+    if !(1024..=1 << 30).contains(&p.max_frame_bytes) {
+        e(format!("max_frame_bytes must be 1024 up to 1073741824, got {}", p.max_frame_bytes));
+    }
+    if !(1..=4096).contains(&p.max_connections) {
+        e(format!("max_connections must be 1..4096, got {}", p.max_connections));
+    }
+    let programs = scene.robots.iter().any(|r| matches!(r.controller, ControllerSpec::Program {}));
+    if programs && p.port != 0 {
+        for r in &scene.robots {
+            if let ControllerSpec::Remote { http, ws, .. } = r.controller
+                && (http == p.port || ws == p.port)
+            {
+                err(format!("robot \"{}\"", r.name), format!("TCP port {} is already the programs' port", p.port));
             }
         }
     }

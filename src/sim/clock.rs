@@ -18,6 +18,20 @@ pub enum Speed {
     Max,
 }
 
+/// Holds the loop before its next step while something outside the simulation is not ready
+/// (robot programs still to register before step 0). Queued steps wait; nothing is lost.
+#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepGate {
+    /// Why the loop waits, for the panel; empty when it may step.
+    pub waiting_for: Vec<String>,
+}
+
+impl StepGate {
+    pub fn held(&self) -> bool {
+        !self.waiting_for.is_empty()
+    }
+}
+
 /// Whether steps follow the wall clock (the app, `run --realtime`) or only explicit requests
 /// (headless runs and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,9 +179,20 @@ fn pause_virtual_time(mut virt: ResMut<Time<Virtual>>) {
     virt.pause();
 }
 
-fn feed_fixed_loop(mut clock: ResMut<SimClock>, real: Res<Time<Real>>, mut fixed: ResMut<Time<Fixed>>) {
+fn feed_fixed_loop(
+    mut clock: ResMut<SimClock>,
+    gate: Res<StepGate>,
+    real: Res<Time<Real>>,
+    mut fixed: ResMut<Time<Fixed>>,
+) {
     let step = fixed.timestep();
-    let n = clock.steps_this_frame(real.delta_secs_f64(), step.as_secs_f64());
+    let n = if gate.held() {
+        // Steps asked for meanwhile wait in the queue; real time does not pile up.
+        clock.accumulator = 0.0;
+        0
+    } else {
+        clock.steps_this_frame(real.delta_secs_f64(), step.as_secs_f64())
+    };
     clock.record_rate(real.delta_secs_f64(), n);
     // Whole steps only: the loop then runs exactly n times.
     for _ in 0..n {

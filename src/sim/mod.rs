@@ -17,7 +17,7 @@ pub mod order;
 pub mod report;
 pub mod rng;
 
-pub use clock::{ClockMode, SimClock, Speed};
+pub use clock::{ClockMode, SimClock, Speed, StepGate};
 pub use hash::TrajectoryHash;
 pub use order::RobotOrder;
 pub use report::{ReportSections, SectionFn, add_report_section};
@@ -68,13 +68,17 @@ pub enum ActSystems {
     Actuate,
 }
 
-/// Scene loading, in `PreUpdate`.
+/// Scene loading and the servers outside the step, in `PreUpdate`, every frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LoadSystems {
     /// A pending scene replaces the running one.
     Load,
     /// Subsystems set up their scene-wide state for the scene just loaded.
     React,
+    /// Outside programs rejoin a freshly loaded scene (their registrations carry over).
+    Rejoin,
+    /// Servers take new connections and requests that are not a step's exchange.
+    Serve,
 }
 
 /// Simulated time: the number of completed steps and the step length.
@@ -118,6 +122,7 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<SimTime>()
         .init_resource::<TrajectoryHash>()
         .init_resource::<RobotOrder>()
+        .init_resource::<StepGate>()
         .init_resource::<ReportSections>()
         .insert_resource(rng::SimSeed(0))
         .configure_sets(
@@ -142,7 +147,10 @@ pub(super) fn plugin(app: &mut App) {
             FixedUpdate,
             (PhysicsSet::SyncBackend, PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSystems::Physics),
         )
-        .configure_sets(PreUpdate, (LoadSystems::Load, LoadSystems::React).chain())
+        .configure_sets(
+            PreUpdate,
+            (LoadSystems::Load, LoadSystems::React, LoadSystems::Rejoin, LoadSystems::Serve).chain(),
+        )
         .add_systems(FixedUpdate, hash_poses.in_set(SimSystems::Record))
         // After every stage of the step, so all of them saw the same step number.
         .add_systems(FixedLast, advance_step);

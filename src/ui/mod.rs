@@ -13,6 +13,7 @@ use crate::botlink::{BotLink, LinkState, LinkStats};
 use crate::control::ControllerKind;
 use crate::control::explore::Explorer;
 use crate::control::network::NetworkController;
+use crate::control::programs::{Program, ProgramServer};
 use crate::control::remote::Remote;
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
@@ -20,8 +21,8 @@ use crate::robot::{
     Robot, pose,
 };
 use crate::run::hot_reload::reload_from;
-use crate::scene::{ActiveScene, PendingScene, SceneSource, SceneStatus};
-use crate::sim::{SimClock, SimTime, Speed, TrajectoryHash};
+use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus};
+use crate::sim::{SimClock, SimTime, Speed, StepGate, TrajectoryHash};
 use crate::skills::{EmergencyStop, Executor, SkillGroup};
 use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 
@@ -146,6 +147,16 @@ struct RadioView<'w> {
     partner: Res<'w, crate::render::Partner>,
 }
 
+/// The scene, where it came from, and opening another.
+#[derive(SystemParam)]
+struct SceneView<'w> {
+    active: Option<Res<'w, ActiveScene>>,
+    pending: ResMut<'w, PendingScene>,
+    status: ResMut<'w, SceneStatus>,
+    open: ResMut<'w, OpenField>,
+    overrides: Res<'w, SceneOverrides>,
+}
+
 /// What the panel shows of the bot manager and the skill system.
 #[derive(SystemParam)]
 struct BotManagerView<'w, 's> {
@@ -162,6 +173,9 @@ struct ControllerViews<'w, 's> {
     explorers: Query<'w, 's, &'static mut Explorer>,
     networks: Query<'w, 's, &'static NetworkController>,
     remotes: Query<'w, 's, (Entity, &'static Name, &'static Remote)>,
+    programs: Query<'w, 's, (Entity, &'static Name, &'static Program)>,
+    program_server: Res<'w, ProgramServer>,
+    gate: Res<'w, StepGate>,
 }
 
 fn control_panel(
@@ -169,10 +183,7 @@ fn control_panel(
     mut clock: ResMut<SimClock>,
     time: Res<SimTime>,
     hash: Res<TrajectoryHash>,
-    active: Option<Res<ActiveScene>>,
-    mut pending: ResMut<PendingScene>,
-    mut status: ResMut<SceneStatus>,
-    mut open: ResMut<OpenField>,
+    mut scene: SceneView,
     mut panel_width: ResMut<PanelWidth>,
     mut selection: ResMut<Selection>,
     robots: Query<RobotView>,
@@ -191,16 +202,17 @@ fn control_panel(
     let response = egui::Panel::left("control").resizable(true).default_size(320.0).show(&mut root, |ui| {
         egui::ScrollArea::vertical().show(ui, |ui| {
             ui.heading("crsim");
-            scene_section(ui, active.as_deref(), &mut pending, &mut status, &mut open);
+            scene_section(ui, &mut scene);
             ui.separator();
             emergency_stop(ui, &mut bots.estop);
-            run_section(ui, &mut clock, &time, &hash, active.as_deref(), &mut pending);
+            run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
             ui.separator();
             let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
             ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
             remote_section(ui, &controllers.remotes, &mut selection);
+            programs_section(ui, &controllers, &mut selection);
             explorer_section(ui, &mut controllers.explorers, &selection);
             ui.separator();
             network::network_section(ui, selection.0.and_then(|e| controllers.networks.get(e).ok()), &names);
@@ -220,6 +232,51 @@ fn control_panel(
     });
     panel_width.0 = response.response.rect.width();
     Ok(())
+}
+
+/// Robot programs: where they connect, which robots step 0 still waits for, each connection and
+/// each program robot's state.
+fn programs_section(ui: &mut egui::Ui, views: &ControllerViews, selection: &mut Selection) {
+    let server = &views.program_server;
+    if views.programs.is_empty() && server.local.is_none() {
+        return;
+    }
+    egui::CollapsingHeader::new("Robot programs").default_open(true).show(ui, |ui| {
+        match (server.local, &server.error) {
+            (Some(addr), _) => ui.label(format!("listening on {addr} (newline-delimited JSON)")),
+            (None, Some(e)) => ui.colored_label(palette::ERROR, e),
+            (None, None) => ui.label("not listening"),
+        };
+        if views.gate.held() {
+            ui.colored_label(palette::ESTOP, format!("waiting for: {}", views.gate.waiting_for.join(", ")));
+        }
+        let s = &server.stats;
+        ui.label(
+            egui::RichText::new(format!(
+                "connections {}  refused {}  late steps {}  resets {}  exchange {:.2} ms/step",
+                s.connections,
+                s.refused,
+                s.late,
+                s.resets,
+                if s.steps > 0 { 1000.0 * s.exchange_s / s.steps as f64 } else { 0.0 }
+            ))
+            .small(),
+        );
+        for (id, peer, robots, late) in server.connections() {
+            ui.label(egui::RichText::new(format!("#{id} {peer}: {} (late {late})", robots.join(", "))).small());
+        }
+        for (e, name, p) in &views.programs {
+            let state = match (p.connection, p.disconnected) {
+                (Some(c), _) => format!("program #{c}, {:?}", p.comm),
+                (None, true) => "disconnected".to_string(),
+                (None, false) => "awaited".to_string(),
+            };
+            let text = format!("{name}: {state}, answered {}, late {}", p.answered, p.late);
+            if ui.selectable_label(selection.0 == Some(e), text).clicked() {
+                selection.0 = Some(e);
+            }
+        }
+    });
 }
 
 fn emergency_stop(ui: &mut egui::Ui, estop: &mut EmergencyStop) {
@@ -359,13 +416,9 @@ fn remote_section(ui: &mut egui::Ui, remotes: &Query<(Entity, &Name, &Remote)>, 
     }
 }
 
-fn scene_section(
-    ui: &mut egui::Ui,
-    active: Option<&ActiveScene>,
-    pending: &mut PendingScene,
-    status: &mut SceneStatus,
-    open: &mut OpenField,
-) {
+fn scene_section(ui: &mut egui::Ui, view: &mut SceneView) {
+    let SceneView { active, pending, status, open, overrides } = view;
+    let active = active.as_deref();
     if let Some(a) = active {
         ui.label(egui::RichText::new(&a.scene.name).strong());
         ui.label(egui::RichText::new(a.source.label()).small());
@@ -373,14 +426,14 @@ fn scene_section(
     ui.horizontal(|ui| {
         ui.add(egui::TextEdit::singleline(&mut open.0).hint_text("scenes/explorer.ron").desired_width(200.0));
         if ui.button("Open").clicked() && !open.0.trim().is_empty() {
-            reload_from(&PathBuf::from(open.0.trim()), pending, status);
+            reload_from(&PathBuf::from(open.0.trim()), overrides, pending, status);
         }
     });
     if let Some(a) = active
         && let SceneSource::File(path) = &a.source
         && ui.button("Reload from file").on_hover_text("also happens on every save").clicked()
     {
-        reload_from(path, pending, status);
+        reload_from(path, overrides, pending, status);
     }
     if let Some(err) = &status.error {
         ui.colored_label(palette::ERROR, "Scene not loaded; the running scene is kept:");

@@ -2,13 +2,17 @@
 //! Each test binary uses some of them.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bevy::prelude::*;
 
 use crsim::robot::pose;
 use crsim::scene::load_scene_file;
 use crsim::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
+use serde_json::{Value, json};
 
 /// The entity called `name`.
 pub fn named(app: &mut App, name: &str) -> Entity {
@@ -52,4 +56,93 @@ pub fn scene_path(name: &str) -> PathBuf {
 /// A shipped scene, loaded and checked.
 pub fn shipped_scene(name: &str) -> SceneFile {
     load_scene_file(&scene_path(name)).unwrap_or_else(|e| panic!("{e}")).0
+}
+
+/// A program's end of a connection.
+pub struct Prog {
+    pub reader: BufReader<TcpStream>,
+    pub writer: TcpStream,
+}
+
+impl Prog {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("the program server accepts");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // Small frames go out at once (no waiting for the last one's acknowledgement).
+        stream.set_nodelay(true).unwrap();
+        Self { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
+    }
+
+    /// The next frame, or `None` once the connection closed.
+    pub fn try_recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))),
+        }
+    }
+
+    pub fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("a frame");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    pub fn send(&mut self, v: Value) {
+        self.send_raw(&v.to_string());
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        // One write per frame.
+        self.writer.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+
+    /// Connects, reads `hello` and registers `robots`; returns the `registered` reply.
+    pub fn register(addr: SocketAddr, robots: Value) -> (Self, Value, Value) {
+        let mut p = Self::connect(addr);
+        let hello = p.recv();
+        p.send(json!({"type": "register", "robots": robots}));
+        let reply = p.recv();
+        (p, hello, reply)
+    }
+
+    /// The next `step` frame, skipping nothing: anything else is an error of the test.
+    pub fn step(&mut self) -> Value {
+        let f = self.recv();
+        assert_eq!(f["type"], "step", "{f}");
+        f
+    }
+}
+
+/// A deterministic program: every program robot the server offers drives in circles of its own
+/// and claims whatever pen it sees; returns the steps it served.
+pub fn circles(addr: SocketAddr, steps: u64) -> u64 {
+    let mut p = Prog::connect(addr);
+    let hello = p.recv();
+    let robots: Vec<Value> =
+        hello["robots"].as_array().unwrap().iter().map(|r| json!({"name": r["name"].clone()})).collect();
+    p.send(json!({"type": "register", "robots": robots}));
+    assert_eq!(p.recv()["type"], "registered");
+    let mut served = 0;
+    loop {
+        let Some(f) = p.try_recv() else { return served };
+        if f["type"] != "step" {
+            return served;
+        }
+        let step = f["step"].as_u64().unwrap();
+        let mut acts = Vec::new();
+        for (i, r) in f["robots"].as_array().unwrap().iter().enumerate() {
+            let turn = if step % 200 < 100 { 0.8 } else { -0.5 } * (i as f64 + 1.0);
+            let mut act = json!({"name": r["name"], "drive": [0.3, turn]});
+            if let Some(pen) = r["camera"].as_array().unwrap().iter().find(|d| d["kind"] == "pen") {
+                act["send"] = json!([{"content": {"claim": {"pen": pen["name"], "distance": pen["distance"]}}}]);
+            }
+            acts.push(act);
+        }
+        p.send(json!({"type": "act", "step": step, "robots": acts}));
+        served += 1;
+        if served > steps + 10 {
+            return served;
+        }
+    }
 }

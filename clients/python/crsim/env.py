@@ -1,0 +1,191 @@
+"""Reinforcement learning on crsim: a PettingZoo ``ParallelEnv`` over a scene's program robots,
+and a Gymnasium ``Env`` for a single robot. Both start crsim themselves (headless, on a free
+port) and step it in lock-step.
+
+Observation (float32, each in [-1, 1]): position over the arena's size, heading (cos, sin),
+applied linear and angular speed over the maxima, battery, charging, touching something,
+holding a pen, a pen in reach, then for the nearest pen, box, station and robot the camera sees:
+seen, distance over the camera's range, sin and cos of the bearing; then the count of messages
+delivered this step over 10; then, with ``message_size`` > 0, the mean of the message vectors
+heard this step.
+
+Action: a dict with ``drive`` (linear and angular speed as fractions of the maxima), ``grip``
+(0 leave, 1 close, 2 open) and, with ``message_size`` > 0, ``message``, a vector broadcast to
+the robots in radio range (it arrives as ``{"v": [...]}``).
+
+Reward: from crsim's own counts for the robot — pens it boxed, cells of its size it visited for
+the first time, collisions — weighted by ``reward_weights``, or your own ``reward_fn(agent,
+previous_reading, reading)``.
+"""
+
+import functools
+import math
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from .client import Client
+from .launch import Crsim
+
+KINDS = ("pen", "box", "station", "robot")
+BASE_SIZE = 11 + 4 * len(KINDS) + 1
+
+
+def observe(reading, robot, arena, message_size=0):
+    """The observation vector of one reading (see the module's text)."""
+    obs = np.zeros(BASE_SIZE + message_size, dtype=np.float32)
+    x, y, heading = reading["pose"]
+    obs[0] = x / arena[0]
+    obs[1] = y / arena[1]
+    obs[2] = math.cos(heading)
+    obs[3] = math.sin(heading)
+    obs[4] = reading["speed"][0] / robot["max_speed"]
+    obs[5] = reading["speed"][1] / robot["max_turn"]
+    obs[6] = reading["battery"]
+    obs[7] = float(reading["charging"])
+    obs[8] = float(bool(reading["bump"]))
+    obs[9] = float(reading["grip"]["holding"] is not None)
+    obs[10] = float(reading["grip"]["in_reach"] is not None)
+    i = 11
+    for kind in KINDS:
+        seen = [d for d in reading["camera"] if d["kind"] == kind]
+        if seen:
+            d = min(seen, key=lambda d: d["distance"])
+            obs[i : i + 4] = (1.0, min(d["distance"] / robot["camera_range"], 1.0), math.sin(d["bearing"]),
+                              math.cos(d["bearing"]))
+        i += 4
+    messages = reading["messages"]
+    obs[i] = min(len(messages) / 10.0, 1.0)
+    if message_size:
+        vectors = [m["content"]["v"] for m in messages
+                   if isinstance(m["content"], dict) and len(m["content"].get("v", ())) == message_size]
+        if vectors:
+            obs[BASE_SIZE:] = np.clip(np.mean(np.asarray(vectors, dtype=np.float32), axis=0), -1.0, 1.0)
+    np.clip(obs, -1.0, 1.0, out=obs)
+    return obs
+
+
+DEFAULT_WEIGHTS = {"boxed": 1.0, "visited": 0.01, "collisions": -0.1}
+
+
+def crsim_reward(previous, reading, weights=None):
+    """crsim's own counts for a robot, between two readings, weighted."""
+    w = DEFAULT_WEIGHTS if weights is None else weights
+    if previous is None:
+        return 0.0
+    return (w.get("boxed", 0.0) * (reading["boxed"] - previous["boxed"])
+            + w.get("visited", 0.0) * (reading["visited"] - previous["visited"])
+            + w.get("collisions", 0.0) * (reading["odometry"][1] - previous["odometry"][1]))
+
+
+class CrsimParallelEnv(ParallelEnv):
+    """Every program robot of ``scene`` is an agent (``programs``, robot names or ``"all"``,
+    makes robots of any scene program robots). ``max_steps`` ends an episode (truncation);
+    ``reset(seed)`` restarts the scene in the same crsim process."""
+
+    metadata = {"name": "crsim_v0", "render_modes": []}
+
+    def __init__(self, scene, max_steps=1000, message_size=0, reward_fn=None, reward_weights=None,
+                 binary=None, args=(), programs=None):
+        self.scene = scene
+        self.max_steps = max_steps
+        self.message_size = message_size
+        self.reward_fn = reward_fn
+        self.reward_weights = reward_weights
+        self.crsim = Crsim(scene, binary=binary, args=args, programs=programs)
+        self.client = Client(self.crsim.host, self.crsim.port)
+        hello = self.client.hello
+        self.arena = hello["arena"]
+        self.bodies = {r["name"]: r for r in hello["robots"]}
+        self.possible_agents = [r["name"] for r in hello["robots"]]
+        self.client.register(self.possible_agents)
+        self.agents = []
+        self._step = None
+        self._fresh = True
+        self._previous = {}
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        return spaces.Box(-1.0, 1.0, (BASE_SIZE + self.message_size,), dtype=np.float32)
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        parts = {"drive": spaces.Box(-1.0, 1.0, (2,), dtype=np.float32), "grip": spaces.Discrete(3)}
+        if self.message_size:
+            parts["message"] = spaces.Box(-1.0, 1.0, (self.message_size,), dtype=np.float32)
+        return spaces.Dict(parts)
+
+    def _observations(self):
+        return {a: observe(self._step[a], self.bodies[a], self.arena, self.message_size) for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        if self._fresh and seed is None:
+            self._step = self.client.get_step()
+        else:
+            self._step = self.client.reset(seed)
+        self._fresh = False
+        self.agents = list(self.possible_agents)
+        self._previous = {a: self._step[a] for a in self.agents}
+        return self._observations(), {a: {"step": self._step.step} for a in self.agents}
+
+    def step(self, actions):
+        for agent, action in actions.items():
+            body = self.bodies[agent]
+            drive = np.clip(np.asarray(action["drive"], dtype=np.float64), -1.0, 1.0)
+            self.client.drive(agent, drive[0] * body["max_speed"], drive[1] * body["max_turn"])
+            grip = int(action.get("grip", 0))
+            if grip in (1, 2):
+                self.client.grip(agent, grip == 1)
+            if self.message_size and "message" in action:
+                vector = [float(v) for v in np.clip(action["message"], -1.0, 1.0)]
+                self.client.send_message(agent, None, {"v": vector})
+        self._step = self.client.get_step()
+        if self._step is None:
+            raise RuntimeError(f"crsim ended: {self.client.ended}")
+        observations = self._observations()
+        rewards = {}
+        for a in self.agents:
+            reading = self._step[a]
+            if self.reward_fn is not None:
+                rewards[a] = float(self.reward_fn(a, self._previous.get(a), reading))
+            else:
+                rewards[a] = crsim_reward(self._previous.get(a), reading, self.reward_weights)
+            self._previous[a] = reading
+        done = self._step.step >= self.max_steps
+        terminations = {a: False for a in self.agents}
+        truncations = {a: done for a in self.agents}
+        infos = {a: {"step": self._step.step} for a in self.agents}
+        if done:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def close(self):
+        self.client.close()
+        self.crsim.close()
+
+
+class CrsimEnv(gymnasium.Env):
+    """One program robot of ``scene`` as a Gymnasium environment; the scene's other program
+    robots (if any) stand still."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scene, robot=None, **kwargs):
+        self.parallel = CrsimParallelEnv(scene, **kwargs)
+        self.robot = robot or self.parallel.possible_agents[0]
+        self.observation_space = self.parallel.observation_space(self.robot)
+        self.action_space = self.parallel.action_space(self.robot)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        obs, infos = self.parallel.reset(seed=seed, options=options)
+        return obs[self.robot], infos[self.robot]
+
+    def step(self, action):
+        obs, rewards, terminations, truncations, infos = self.parallel.step({self.robot: action})
+        return obs[self.robot], rewards[self.robot], terminations[self.robot], truncations[self.robot], infos[self.robot]
+
+    def close(self):
+        self.parallel.close()

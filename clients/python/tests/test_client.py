@@ -1,0 +1,91 @@
+"""The client against a real crsim: registration, lock-step, the radio both ways, reset."""
+
+import json
+import math
+
+import pytest
+
+from conftest import TWO
+from crsim import Client, ProtocolError
+
+
+def test_hello_registration_and_refusals(run, pens_scene):
+    sim = run(pens_scene, programs=TWO)
+    client = Client(sim.host, sim.port)
+    assert client.hello["protocol"] == "crsim-programs" and client.hello["version"] == 1
+    assert [r["name"] for r in client.hello["robots"]] == ["alpha", "beta"]
+    assert client.register({"alpha": "both", "beta": "broadcast"}) == ["alpha", "beta"]
+    other = Client(sim.host, sim.port)
+    with pytest.raises(ProtocolError) as refused:
+        other.register(["alpha", "gamma"])
+    assert 'robot "alpha" is already driven by another program' in str(refused.value)
+    assert 'robot "gamma" is not a program robot' in str(refused.value)
+
+
+def test_lock_step_drives_the_robot(run, pens_scene):
+    sim = run(pens_scene, programs=TWO)
+    client = Client(sim.host, sim.port)
+    client.register(["alpha", "beta"])
+    seen = []
+    for step in client.steps():
+        seen.append((step.step, step["alpha"]["pose"]))
+        client.drive("alpha", 0.3, 0.0)
+        if step.step == 100:
+            break
+    assert [s for s, _ in seen] == list(range(101))
+    y0, y1 = seen[10][1][1], seen[100][1][1]
+    assert math.isclose(y1 - y0, 90 * 0.3 * 0.02, abs_tol=0.01)
+
+
+def test_messages_reach_crsims_own_robot_and_back(run, pens_scene, tmp_path):
+    sim = run(pens_scene, steps=1500, programs=TWO)
+    client = Client(sim.host, sim.port)
+    client.register(["alpha", "beta"])
+    heard = []
+    for step in client.steps():
+        client.drive("alpha", 0.2, 0.3)
+        client.send_message("alpha", "gamma", {"claim": {"pen": "pen9", "distance": 1.0}})
+        heard += [m for m in client.get_messages("alpha") if m["from"] == "gamma"]
+    client.close()
+    sim.close()
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    gamma = next(r for r in metrics["comms"]["robots"] if r["name"] == "gamma")
+    assert gamma["received"] >= 1400, gamma
+    # gamma claims the pens it goes for: broadcasts alpha hears.
+    assert heard and all("claim" in m["content"] for m in heard), heard[:3]
+    assert metrics["steps"] == 1500
+
+
+def test_reset_goes_back_to_step_zero(run, pens_scene):
+    sim = run(pens_scene, programs=TWO)
+    client = Client(sim.host, sim.port)
+    client.register(["alpha", "beta"])
+    start = client.get_step()
+    for _ in range(30):
+        client.drive("alpha", 0.3, 1.0)
+        client.get_step()
+    again = client.reset(seed=9)
+    assert again.step == 0
+    assert again["alpha"]["pose"] == start["alpha"]["pose"]
+
+
+def test_the_ten_line_robot_talks_with_crsims_own_robots(run, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES, SCENES
+
+    sim = run(SCENES / "programs.ron", steps=400)
+    out = subprocess.run([sys.executable, str(EXAMPLES / "hello.py"), str(sim.port)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    sim.close()
+    heard = [line.split() for line in out.stdout.splitlines()]
+    # beta and gamma claim the pens they go for, by broadcast: alpha hears them.
+    assert {words[3] for words in heard} <= {"beta", "gamma"} and heard, out.stdout[:500]
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    gamma = next(r for r in metrics["comms"]["robots"] if r["name"] == "gamma")
+    alpha = next(r for r in metrics["comms"]["robots"] if r["name"] == "alpha")
+    # One greeting every 50 steps, steps 0 to 350; each delivered to gamma.
+    assert alpha["sent"] == 8, alpha
+    assert gamma["received"] >= 8, gamma

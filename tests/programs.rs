@@ -1,0 +1,380 @@
+//! Robot programs outside crsim, with a client written here: registration, waiting for robots,
+//! lock-step order, every error case, disconnecting and coming back, late programs, the radio
+//! with loss and delay, reset, and determinism run after run.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use serde_json::{Value, json};
+
+use common::{Prog, circles, named, position, robot, room, scene_path};
+use crsim::control::programs::{Program, ProgramServer};
+use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::report::build_report;
+use crsim::scene::SceneSource;
+use crsim::scene::schema::*;
+use crsim::sim::{SimTime, StepGate};
+
+/// A room with program robots `a`, `b` and `c`, and a wanderer `w`.
+fn program_room() -> SceneFile {
+    let mut s = room(4.0, 2.0);
+    for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        s.robots.push(robot(name, 0.5 + i as f32, 0.5, 90.0, ControllerSpec::Program {}));
+    }
+    s.robots.push(robot("w", 3.5, 1.5, 0.0, ControllerSpec::Wander { speed: 0.5 }));
+    s.programs.port = 0;
+    s.programs.step_timeout = 2.0;
+    s
+}
+
+fn server_addr(app: &App) -> SocketAddr {
+    app.world().resource::<ProgramServer>().local.expect("the program server listens")
+}
+
+/// Steps the app, one step an update, while `client` runs on its own thread; returns what the
+/// client returns.
+fn drive<T: Send + 'static>(app: &mut App, client: impl FnOnce() -> T + Send + 'static) -> T {
+    let handle = thread::spawn(client);
+    let start = Instant::now();
+    while !handle.is_finished() {
+        run_steps(app, 1);
+        thread::sleep(Duration::from_micros(200));
+        assert!(start.elapsed() < Duration::from_secs(120), "the client did not finish");
+    }
+    handle.join().unwrap()
+}
+
+#[test]
+fn robots_register_one_or_many_and_every_refusal_names_the_robot() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    let (hello, first, second) = drive(&mut app, move || {
+        let (_p, hello, first) = Prog::register(addr, json!([{"name": "a"}, {"name": "b", "comm": "broadcast"}]));
+        let (_q, _, second) =
+            Prog::register(addr, json!([{"name": "a"}, {"name": "w"}, {"name": "ghost"}, {"name": "c"}]));
+        (hello, first, second)
+    });
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["protocol"], "crsim-programs");
+    assert_eq!(hello["version"], 1);
+    assert_eq!(hello["arena"], json!([4.0, 2.0]));
+    let offered: Vec<&str> = hello["robots"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(offered, ["a", "b", "c"]);
+    assert_eq!(first, json!({"type": "registered", "robots": ["a", "b"], "errors": []}));
+    assert_eq!(second["robots"], json!(["c"]));
+    let errors: Vec<String> =
+        second["errors"].as_array().unwrap().iter().map(|e| e["error"].as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        errors,
+        [
+            "robot \"a\" is already driven by another program",
+            "robot \"w\" is not a program robot (its controller is Wander); give it controller: Program()",
+            "robot \"ghost\" is not in the scene",
+        ]
+    );
+}
+
+#[test]
+fn step_zero_waits_for_every_program_robot() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    for _ in 0..20 {
+        run_steps(&mut app, 5);
+    }
+    assert_eq!(app.world().resource::<SimTime>().step, 0, "no step before the robots are registered");
+    assert_eq!(app.world().resource::<StepGate>().waiting_for, ["a", "b", "c"]);
+    let steps = drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}]));
+        let (mut q, _, _) = Prog::register(addr, json!([{"name": "c"}]));
+        let mut steps = Vec::new();
+        for _ in 0..3 {
+            for prog in [&mut p, &mut q] {
+                let s = prog.step();
+                prog.send(json!({"type": "act", "step": s["step"]}));
+                steps.push(s["step"].as_u64().unwrap());
+            }
+        }
+        steps
+    });
+    assert_eq!(steps, [0, 0, 1, 1, 2, 2]);
+    assert!(!app.world().resource::<StepGate>().held());
+}
+
+#[test]
+fn in_lock_step_readings_come_every_step_and_actions_drive_the_robot() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    let frames = drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        let mut frames = Vec::new();
+        for _ in 0..60 {
+            let s = p.step();
+            let step = s["step"].clone();
+            frames.push(s);
+            p.send(json!({"type": "act", "step": step, "robots": [{"name": "a", "drive": [0.3, 0.0]}]}));
+        }
+        frames
+    });
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(f["step"], i as u64);
+        assert!((f["time"].as_f64().unwrap() - i as f64 * 0.02).abs() < 1e-9);
+        let names: Vec<&str> = f["robots"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["a", "b", "c"], "robot order");
+    }
+    // a drives up at 0.3 m/s from step 0 on: 0.006 m a step once going; b stands still.
+    let y = |f: &Value, i: usize| f["robots"][i]["pose"][1].as_f64().unwrap();
+    let moved = y(&frames[59], 0) - y(&frames[10], 0);
+    assert!((moved - 49.0 * 0.006).abs() < 0.01, "moved {moved}");
+    assert_eq!(y(&frames[59], 1), 0.5);
+    assert_eq!(frames[59]["robots"][0]["speed"], json!([0.3, 0.0]));
+    let r = &frames[30]["robots"][0];
+    for key in ["battery", "charging", "bump", "camera", "grip", "odometry", "sonar", "messages", "boxed", "visited"] {
+        assert!(r.get(key).is_some(), "{key} in {r}");
+    }
+    let e = named(&mut app, "a");
+    assert!(app.world().get::<Program>(e).unwrap().answered >= 60);
+}
+
+#[test]
+fn bad_frames_get_error_replies_naming_the_problem_and_the_run_goes_on() {
+    let mut scene = program_room();
+    scene.programs.max_frame_bytes = 4096;
+    scene.programs.max_message_bytes = 64;
+    scene.programs.max_connections = 2;
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let addr = server_addr(&app);
+    let replies = drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        let mut replies = Vec::new();
+        let s = p.step();
+        assert_eq!(s["step"], 0);
+        p.send_raw("this is not json");
+        replies.push(p.recv());
+        p.send(json!({"type": "act", "step": 0, "robotz": []}));
+        replies.push(p.recv());
+        p.send(json!({"type": "act", "step": 5}));
+        replies.push(p.recv());
+        p.send(json!({"type": "act", "step": 0, "robots": [
+            {"name": "w", "drive": [0.1, 0.0]},
+            {"name": "a", "drive": [0.1, 0.0], "skill": {"kind": "stop"}},
+            {"name": "b", "send": [{"content": "x".repeat(100)}]},
+            {"name": "c", "drive": [0.1, 0.0]}
+        ]}));
+        for _ in 0..3 {
+            replies.push(p.recv());
+        }
+        // The step goes on: step 1 comes.
+        let s = p.step();
+        assert_eq!(s["step"], 1);
+        // A third connection is one too many.
+        let _second = Prog::connect(addr);
+        let mut third = Prog::connect(addr);
+        replies.push(third.recv());
+        // An oversized frame closes the connection with an error.
+        p.send_raw(&"y".repeat(5000));
+        let mut last = Value::Null;
+        loop {
+            let mut line = String::new();
+            if p.reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            last = serde_json::from_str(&line).unwrap();
+        }
+        replies.push(last);
+        replies
+    });
+    let error = |i: usize| replies[i]["error"].as_str().unwrap().to_string();
+    assert!(error(0).starts_with("bad frame at column 2: expected ident"), "{}", error(0));
+    assert!(error(1).contains("unknown field `robotz`"), "{}", error(1));
+    assert_eq!(error(2), "actions for step 5, but the step now is 0");
+    assert_eq!(error(3), "robot \"w\" is not registered by this program");
+    assert_eq!(error(4), "robot \"a\": drive and a move skill in one action; send one of them");
+    assert_eq!(error(5), "robot \"b\": a message of 102 bytes is longer than the scene's limit of 64");
+    assert_eq!(replies[6], json!({"type": "error", "error": "too many programs: 2 are connected"}));
+    assert_eq!(error(7), "closing the connection: a frame longer than 4096 bytes");
+    let report = build_report(app.world_mut(), 0.0);
+    assert_eq!(report.sections["programs"]["refused"], 1);
+    assert!(report.sections["programs"]["disconnects"].as_u64().unwrap() >= 1);
+    // c got its drive command although its neighbours' were refused.
+    let c = named(&mut app, "c");
+    assert!(position(&app, c).y > 0.5);
+}
+
+#[test]
+fn a_program_that_leaves_stops_its_robots_and_may_register_them_again() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    let a = named(&mut app, "a");
+    drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        for _ in 0..20 {
+            let s = p.step();
+            p.send(json!({"type": "act", "step": s["step"], "robots": [{"name": "a", "drive": [0.3, 0.0]}]}));
+        }
+    });
+    run_steps(&mut app, 30);
+    let program = app.world().get::<Program>(a).unwrap();
+    assert!(program.disconnected && program.connection.is_none());
+    let stopped_at = position(&app, a);
+    run_steps(&mut app, 30);
+    assert_eq!(position(&app, a), stopped_at, "a stands still without its program");
+    // It comes back and drives on.
+    drive(&mut app, move || {
+        let (mut p, _, reply) = Prog::register(addr, json!([{"name": "a"}]));
+        assert_eq!(reply["robots"], json!(["a"]));
+        for _ in 0..20 {
+            let s = p.step();
+            p.send(json!({"type": "act", "step": s["step"], "robots": [{"name": "a", "drive": [0.3, 0.0]}]}));
+        }
+    });
+    assert!(position(&app, a).y > stopped_at.y + 0.05);
+}
+
+#[test]
+fn a_program_that_does_not_answer_is_late_as_the_scene_says() {
+    for (late, moves_on) in [(LatePolicy::Keep, true), (LatePolicy::Stop, false)] {
+        let mut scene = program_room();
+        scene.programs.step_timeout = 0.05;
+        scene.programs.late = late;
+        let mut app = headless_app(scene, SceneSource::Generated);
+        let addr = server_addr(&app);
+        let a = named(&mut app, "a");
+        let ys = drive(&mut app, move || {
+            let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+            let s = p.step();
+            p.send(json!({"type": "act", "step": s["step"], "robots": [{"name": "a", "drive": [0.3, 0.0]}]}));
+            // Then silence: it reads on but never answers.
+            (0..12).map(|_| p.step()["robots"][0]["pose"][1].as_f64().unwrap()).collect::<Vec<f64>>()
+        });
+        let program = app.world().get::<Program>(a).unwrap();
+        assert!(program.late >= 11, "{late:?}: late {}", program.late);
+        // Keep: it drives on with its last command; Stop: it stops.
+        assert_eq!(ys[11] > ys[4] + 0.01, moves_on, "{late:?}: {ys:?}");
+    }
+}
+
+#[test]
+fn messages_go_through_the_radio_with_its_delay_and_loss_both_ways() {
+    let mut scene = program_room();
+    scene.robots[3] = robot("w", 3.5, 1.5, 0.0, ControllerSpec::network());
+    scene.comms.delay = 5;
+    scene.comms.probability = 0.5;
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let addr = server_addr(&app);
+    let heard = drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        let mut heard = Vec::new();
+        for _ in 0..400 {
+            let s = p.step();
+            let step = s["step"].as_u64().unwrap();
+            for m in s["robots"][1]["messages"].as_array().unwrap() {
+                heard.push((step, m.clone()));
+            }
+            p.send(json!({"type": "act", "step": step, "robots": [
+                {"name": "a", "send": [{"to": "b", "content": {"n": step}}]},
+                {"name": "c", "send": [{"content": {"claim": {"pen": "nothing", "distance": 0.1}}}]}
+            ]}));
+        }
+        heard
+    });
+    // b hears a's messages 5 steps later (delivered in the communicate stage of the step they
+    // are due, read in the next), about half of them.
+    let from_a: Vec<&(u64, Value)> = heard.iter().filter(|(_, m)| m["from"] == "a").collect();
+    assert!((150..=250).contains(&from_a.len()), "{}", from_a.len());
+    for (step, m) in &from_a {
+        assert_eq!(m["content"]["n"], m["sent"]);
+        assert_eq!(step - m["sent"].as_u64().unwrap(), 6, "{m}");
+        assert_eq!(m["broadcast"], false);
+    }
+    let report = build_report(app.world_mut(), 0.0);
+    let c = &report.sections["comms"];
+    assert!(c["dropped"]["lost"].as_u64().unwrap() > 100, "{c}");
+    // c's claims are broadcasts: to a, b and the network robot w, which reads them as claims.
+    let per_robot = c["robots"].as_array().unwrap();
+    assert_eq!(per_robot.iter().find(|r| r["name"] == "c").unwrap()["sent"], 1200);
+    assert!(per_robot.iter().find(|r| r["name"] == "w").unwrap()["received"].as_u64().unwrap() > 100);
+    assert_eq!(
+        c["sent"].as_u64().unwrap(),
+        c["delivered"].as_u64().unwrap() + c["in_flight"].as_u64().unwrap() + c["dropped_total"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn reset_restarts_the_scene_with_the_registrations_kept() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    let (before, after, seed) = drive(&mut app, move || {
+        let (mut p, _, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        let mut first = Value::Null;
+        for _ in 0..50 {
+            let s = p.step();
+            if s["step"] == 0 {
+                first = s["robots"][0]["pose"].clone();
+            }
+            p.send(json!({"type": "act", "step": s["step"], "robots": [{"name": "a", "drive": [0.3, 1.0]}]}));
+        }
+        let s = p.step();
+        assert_eq!(s["step"], 50);
+        // A connection that drives no robot may not reset the others' scene.
+        let mut stranger = Prog::connect(addr);
+        assert_eq!(stranger.recv()["type"], "hello");
+        stranger.send(json!({"type": "reset", "seed": 5}));
+        let refused = stranger.recv();
+        assert_eq!(refused["error"], "reset refused: only a program that drives robots may reset the scene");
+        p.send(json!({"type": "reset", "seed": 77}));
+        let reset = p.recv();
+        assert_eq!(reset, json!({"type": "reset", "seed": 77}));
+        let s = p.step();
+        assert_eq!(s["step"], 0);
+        (first, s["robots"][0]["pose"].clone(), reset["seed"].clone())
+    });
+    assert_eq!(before, after, "back where it started");
+    assert_eq!(seed, 77);
+    assert_eq!(build_report(app.world_mut(), 0.0).seed, 77);
+}
+
+#[test]
+fn deterministic_programs_give_the_same_hash_run_after_run() {
+    let run = || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crsim"))
+            .args(["run", "scenes/pens.ron", "--steps", "400", "--program-port", "0", "--programs", "alpha,beta"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr: SocketAddr = line.trim().strip_prefix("programs: listening on ").expect(&line).parse().unwrap();
+        let served = circles(addr, 400);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        assert!(child.wait().unwrap().success(), "{rest}");
+        assert_eq!(served, 400);
+        rest.lines().find(|l| l.starts_with("hash: ")).expect(&rest).to_string()
+    };
+    let first = run();
+    assert_eq!(run(), first);
+}
+
+#[test]
+fn a_headless_run_gives_up_on_programs_that_never_come() {
+    let dir = std::env::temp_dir().join(format!("crsim-programs-wait-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scene = dir.join("wait.ron");
+    let text = std::fs::read_to_string(scene_path("programs.ron")).unwrap();
+    std::fs::write(&scene, text.replace("wait_for_robots: 120.0", "wait_for_robots: 0.5")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", &scene.to_string_lossy(), "--steps", "10", "--program-port", "0", "--programs", "beta"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("programs: waiting for alpha, beta"), "{text}");
+    assert!(text.contains("programs: no program registered alpha, beta within 0.5 s; giving up"), "{text}");
+}
