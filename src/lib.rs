@@ -21,6 +21,7 @@ use bevy::prelude::*;
 pub mod botlink;
 pub mod comms;
 pub mod control;
+pub mod experiment;
 pub mod render;
 pub mod robot;
 pub mod run;

@@ -16,7 +16,9 @@ use crsim::run::files::write_atomic;
 use crsim::run::headless::{headless_app_with, run_steps};
 use crsim::run::report::build_report;
 use crsim::run::signals;
+use crsim::run::until::{RunUntil, Until};
 use crsim::scene::load::{DEFAULT_SCENE, DEFAULT_SCENE_NAME, parse_scene_with};
+use crsim::scene::overrides::SetValue;
 use crsim::scene::schema::{ControllerSpec, Dialect};
 use crsim::scene::{SceneFile, SceneOverrides, SceneSource, load_scene_file, load_scene_file_with};
 use crsim::sim::SimTime;
@@ -52,6 +54,10 @@ struct Cli {
     /// names separated by commas, or `all`.
     #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
     programs: Vec<String>,
+    /// Change a scene value: a path as in `comms.probability`, `robots[alpha].battery.initial`
+    /// or `robots[*].controller.Network.low_power`, and a RON value. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<SetValue>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,11 +94,51 @@ enum Command {
         /// scene: names separated by commas, or `all`.
         #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
         programs: Vec<String>,
+        /// Change a scene value for this run: a path as in `comms.probability`,
+        /// `robots[alpha].battery.initial` or `robots[*].controller.Network.low_power`, and a
+        /// RON value (`0.5`, `true`, `Random`, `(1.0, 2.0, 90.0)`). Repeatable; the metrics
+        /// record them.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<SetValue>,
+        /// End the run after the step that finishes its task: all pens boxed, or every explorer
+        /// done. --steps is then the most it runs.
+        #[arg(long, value_name = "CONDITION")]
+        until: Option<Until>,
     },
     /// Validate scene files and network structure files; prints `ok` or the errors for each.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Plan or run a parameter sweep: --plan DIR writes the plan for GNU parallel or SLURM;
+    /// otherwise runs it here with --jobs worker processes, resuming what is done.
+    Sweep {
+        /// The sweep file (RON).
+        sweep: PathBuf,
+        /// The plan's folder: manifest.jsonl, commands.txt, slurm.sh, runs/.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Only write the plan into this folder (for GNU parallel, SLURM or ssh hosts).
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["dir", "jobs"])]
+        plan: Option<PathBuf>,
+        /// Worker processes (default: the number of cores).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// Merge a sweep's results into results.csv and summary.csv (mean, sd, 95% CI per
+    /// condition) and print the summary; --plot draws a PNG.
+    Collect {
+        /// The plan's folder.
+        dir: PathBuf,
+        /// Plot this metric (mean and 95% confidence band per condition).
+        #[arg(long, value_name = "METRIC", requires = "by")]
+        plot: Option<String>,
+        /// The parameter along x; one line per combination of the others.
+        #[arg(long, value_name = "PARAM", requires = "plot")]
+        by: Option<String>,
+        /// The PNG to write (default: DIR/plot-METRIC.png).
+        #[arg(long, value_name = "PNG", requires = "plot")]
+        out: Option<PathBuf>,
     },
     /// Benchmark N robots (wanderers, or network collectors with --network); prints robot_steps_per_s.
     Bench {
@@ -126,7 +172,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         None => {
-            let overrides = SceneOverrides { programs: cli.programs };
+            let overrides = SceneOverrides { programs: cli.programs, sets: cli.sets };
             let outside = Outside { protocol: cli.protocol, program_port: cli.program_port, overrides };
             open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
         }
@@ -141,13 +187,20 @@ fn main() -> ExitCode {
             protocol,
             program_port,
             programs,
+            sets,
+            until,
         }) => {
             let dump_network = dump_network.as_deref();
-            let outside = Outside { protocol, program_port, overrides: SceneOverrides { programs } };
-            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, outside };
+            let outside = Outside { protocol, program_port, overrides: SceneOverrides { programs, sets } };
+            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, until, outside };
             run(&scene, steps, options)
         }
         Some(Command::Check { files }) => check(&files),
+        Some(Command::Sweep { sweep, dir, plan, jobs }) => sweep_command(&sweep, dir, plan, jobs),
+        Some(Command::Collect { dir, plot, by, out }) => {
+            quiet_on_closed_output();
+            collect_command(&dir, plot.zip(by), out)
+        }
         Some(Command::Bench { robots, steps, seed, comms, network }) => {
             bench(robots, steps, seed, BenchOptions { comms, network })
         }
@@ -237,6 +290,7 @@ struct RunOptions<'a> {
     no_radio: bool,
     dump_network: Option<&'a str>,
     realtime: bool,
+    until: Option<Until>,
     outside: Outside,
 }
 
@@ -248,7 +302,7 @@ struct Outside {
 }
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime, outside } = options;
+    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside } = options;
     let Outside { protocol, program_port, overrides } = outside;
     if let Err(e) = signals::install() {
         eprintln!("{e}");
@@ -283,7 +337,9 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
     }
     let mut app = headless_app_with(scene, SceneSource::File(path.to_path_buf()), |app| {
-        app.insert_resource(ProgramPortOverride(program_port)).insert_resource(overrides);
+        app.insert_resource(ProgramPortOverride(program_port))
+            .insert_resource(overrides)
+            .insert_resource(RunUntil { until, reached_at: None });
     });
     // Ports that could not be opened: the run would go on without the robots they serve.
     let problems = port_problems(&mut app);
@@ -305,13 +361,14 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     let bar = progress_bar(steps);
     let start = Instant::now();
     let mut done = 0;
+    let finished = |app: &App| app.world().resource::<RunUntil>().reached_at.is_some();
     if let Err(code) = wait_for_programs(&mut app) {
         return code;
     }
     if realtime {
         // Keep simulated time level with the wall clock: run the steps that are due, then wait.
         let dt = app.world().resource::<SimTime>().dt_exact;
-        while done < steps && !signals::requested() {
+        while done < steps && !signals::requested() && !finished(&app) {
             let due = ((start.elapsed().as_secs_f64() / dt) as u64).min(steps);
             if due > done {
                 run_steps(&mut app, due - done);
@@ -324,7 +381,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     } else {
-        while done < steps && !signals::requested() {
+        while done < steps && !signals::requested() && !finished(&app) {
             if let Err(code) = wait_for_programs(&mut app) {
                 return code;
             }
@@ -335,7 +392,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
     }
     bar.finish_and_clear();
-    let interrupted = done < steps;
+    let interrupted = done < steps && !finished(&app);
     crsim::control::programs::finish(
         app.world_mut(),
         if interrupted { "the run was stopped" } else { "the run's steps are done" },
@@ -433,6 +490,132 @@ fn check(files: &[PathBuf]) -> ExitCode {
         eprintln!("{bad} of {} files have errors", files.len());
         ExitCode::FAILURE
     }
+}
+
+fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs: Option<usize>) -> ExitCode {
+    use crsim::experiment::{plan::write_plan, runner, sweep::load_sweep};
+    if let Err(e) = signals::install() {
+        eprintln!("{e}");
+    }
+    let sweep = match load_sweep(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let crsim = runner::this_binary();
+    let only_plan = plan.is_some();
+    let dir = plan.or(dir).unwrap_or_else(|| {
+        file.with_extension("").with_file_name(format!(
+            "{}-results",
+            file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into())
+        ))
+    });
+    if let Err(e) = write_plan(&sweep, &dir, &crsim) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    let d = dir.display();
+    if only_plan {
+        println!("planned {} runs in {d}", sweep.runs.len());
+        println!("  GNU parallel: parallel --joblog {d}/joblog --resume < {d}/commands.txt");
+        println!("  SLURM:        sbatch {d}/slurm.sh");
+        println!("  then:         crsim collect {d}");
+        return ExitCode::SUCCESS;
+    }
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
+    let bar = ProgressBar::new(sweep.runs.len() as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed} elapsed, {eta} left  {msg}") {
+        bar.set_style(style);
+    }
+    let already =
+        sweep.runs.iter().filter(|r| runner::is_complete(&crsim::experiment::plan::result_path(&dir, &r.id))).count();
+    bar.set_position(already as u64);
+    bar.reset_eta();
+    let mut failed = 0;
+    let summary = runner::run_sweep(&sweep, &dir, &crsim, jobs, |run, outcome| match outcome {
+        runner::Outcome::Done => bar.inc(1),
+        runner::Outcome::Failed(e) => {
+            failed += 1;
+            bar.inc(1);
+            bar.set_message(format!("{failed} failed"));
+            bar.println(format!("{} failed: {}", run.id, e.lines().next().unwrap_or_default()));
+        }
+        runner::Outcome::Stopped => {}
+    });
+    bar.finish_and_clear();
+    println!(
+        "{} runs: {} done now, {} done before, {} failed{}",
+        summary.total,
+        summary.done,
+        summary.skipped,
+        summary.failed.len(),
+        if signals::requested() {
+            format!(", stopped with {} not run", summary.total - summary.done - summary.skipped - summary.failed.len())
+        } else {
+            String::new()
+        }
+    );
+    for (id, e) in &summary.failed {
+        println!("  {id}: {}", e.lines().next().unwrap_or_default());
+    }
+    println!("results in {d}/runs; collect them with: crsim collect {d}");
+    if signals::requested() {
+        println!("resume with the same command: finished runs are skipped");
+        ExitCode::from(INTERRUPTED)
+    } else if summary.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `crsim collect ... | head` ends quietly when the reader goes, as other Unix tools do, instead
+/// of failing to print. (Only for commands whose output is all there is: a run writes its
+/// metrics file after printing.)
+fn quiet_on_closed_output() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: restores the default action; no handler runs.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
+fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathBuf>) -> ExitCode {
+    use crsim::experiment::{collect::collect, plot};
+    let collected = match collect(dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("{}", collected.status_report());
+    println!();
+    print!("{}", collected.table());
+    if let Err(e) = collected.write(dir) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    println!("\nwrote {0}/results.csv and {0}/summary.csv", dir.display());
+    if let Some((metric, by)) = plot {
+        let data = match plot::plot_data(&collected, &metric, &by) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        let out = out.unwrap_or_else(|| dir.join(format!("plot-{}.png", metric.replace(['.', '[', ']', '*'], "_"))));
+        let scene =
+            Path::new(&collected.info.scene).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let title = format!("{scene}: {metric} by {by}");
+        if let Err(e) = plot::write_plot(&data, &metric, &by, &title, &out) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+        println!("plot: {}", out.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// The most robots `crsim bench` builds an arena for.

@@ -363,3 +363,307 @@ fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {
     };
     (info.width, info.height, rgb)
 }
+
+// ---- Experiments: overrides, stop conditions, sweeps, collection ----
+
+fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn set_overrides_change_one_run_and_the_metrics_record_them() {
+    let dir = temp_dir("set");
+    let json = dir.join("m.json");
+    let plain = crsim(&["run", "scenes/pens.ron", "--steps", "300"]);
+    let out = crsim(&[
+        "run",
+        "scenes/pens.ron",
+        "--steps",
+        "300",
+        "--set",
+        "robots[alpha].battery.initial=3",
+        "--set",
+        "comms.probability=0.5",
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_ne!(hash_line(&text(&plain)), hash_line(&text(&out)), "the overrides change the run");
+    let m = json_file(&json);
+    assert_eq!(m["overrides"], serde_json::json!({"robots[alpha].battery.initial": 3, "comms.probability": 0.5}));
+    let alpha = &m["robots"][0];
+    assert_eq!(alpha["name"], "alpha");
+    assert!(alpha["battery"].as_f64().unwrap() <= 3.0, "{alpha}");
+    // Errors name the path and what it has, and the run does not start.
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "10", "--set", "robots[zeta].battery.initial=3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains(
+            "--set robots[zeta].battery.initial: `robots` has no item named \"zeta\" (its names: alpha, beta, gamma)"
+        ),
+        "{}",
+        text(&out)
+    );
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "10", "--set", "arena.width=wide"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--set arena.width: `arena.width` takes a number, not \"wide\""), "{}", text(&out));
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "10", "--set", "arena.width"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("expected PATH=VALUE"), "{}", text(&out));
+}
+
+#[test]
+fn until_ends_a_run_at_the_step_that_finishes_its_task() {
+    let dir = temp_dir("until");
+    let json = dir.join("m.json");
+    let out = crsim(&[
+        "run",
+        "scenes/pens.ron",
+        "--steps",
+        "20000",
+        "--until",
+        "pens-boxed",
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let m = json_file(&json);
+    let boxed_at = m["collect"]["all_boxed_step"].as_u64().unwrap();
+    assert_eq!(m["until"], serde_json::json!({"condition": "PensBoxed", "reached_step": boxed_at}));
+    assert_eq!(m["steps"].as_u64(), Some(boxed_at + 1), "no step runs after the one that boxed the last pen");
+    assert_eq!(m["pens"]["boxed"], 8);
+    assert_eq!(m["interrupted"], false);
+    // Not reached: all the steps run, and the report says so.
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "200", "--until", "pens-boxed"]);
+    assert!(text(&out).contains("until pens-boxed: not reached in 200 steps"), "{}", text(&out));
+}
+
+/// A sweep file in `dir` over the shipped pens scene.
+fn write_sweep(dir: &Path, body: &str) -> PathBuf {
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let path = dir.join("sweep.ron");
+    std::fs::write(&path, body.replace("SCENES", scene.to_str().unwrap())).unwrap();
+    path
+}
+
+#[test]
+fn a_sweep_plans_for_parallel_and_slurm_runs_here_resumes_and_collects() {
+    let dir = temp_dir("sweep");
+    let sweep = write_sweep(
+        &dir,
+        r#"Sweep(scene: "SCENES/pens.ron", set: ["robots[gamma].battery.initial=15"],
+            axes: [(path: "comms.probability", values: [1.0, 0.4])], seeds: List([1, 2]), steps: 300,
+            metrics: ["steps", "comms.delivery_ratio", "robots[alpha].collisions", "collect.no_such_metric"])"#,
+    );
+    let plan = dir.join("plan");
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--plan", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("planned 4 runs"), "{}", text(&out));
+    let manifest = std::fs::read_to_string(plan.join("manifest.jsonl")).unwrap();
+    let ids: Vec<String> = manifest
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().into())
+        .collect();
+    assert_eq!(ids, ["c00-s1", "c00-s2", "c01-s1", "c01-s2"]);
+    let commands = std::fs::read_to_string(plan.join("commands.txt")).unwrap();
+    let lines: Vec<&str> = commands.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[2].contains(" run ") && lines[2].contains("--seed 1"), "{}", lines[2]);
+    assert!(lines[2].contains("--set 'robots[gamma].battery.initial=15' --set comms.probability=0.4"), "{}", lines[2]);
+    assert!(lines[2].ends_with("/runs/c01-s1.json"), "{}", lines[2]);
+    // The SLURM script runs line $SLURM_ARRAY_TASK_ID of the same file.
+    let out = Command::new("bash").arg(plan.join("slurm.sh")).env("SLURM_ARRAY_TASK_ID", "2").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let slurm_result = json_file(&plan.join("runs/c00-s2.json"));
+    assert_eq!(slurm_result["seed"], 2);
+    // A line run by hand, as GNU parallel runs it.
+    let out = Command::new("sh").arg("-c").arg(lines[0]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // Here: the two finished runs are skipped.
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap(), "--jobs", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("4 runs: 2 done now, 2 done before, 0 failed"), "{}", text(&out));
+    assert_eq!(json_file(&plan.join("runs/c00-s2.json")), slurm_result, "a finished run is not redone");
+    // The same seed and parameters give the same run wherever it ran.
+    let again = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap()]);
+    assert!(text(&again).contains("4 runs: 0 done now, 4 done before"), "{}", text(&again));
+    // A corrupt result is named by collect, and redone by the next sweep.
+    std::fs::write(plan.join("runs/c01-s2.json"), "{\"steps\": 3").unwrap();
+    let out = crsim(&["collect", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("4 runs: 1 corrupt, 3 ok"), "{}", text(&out));
+    assert!(text(&out).contains("runs/c01-s2.json: not a run's metrics"), "{}", text(&out));
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap()]);
+    assert!(text(&out).contains("4 runs: 1 done now, 3 done before"), "{}", text(&out));
+    let out = crsim(&["collect", plan.to_str().unwrap()]);
+    assert!(text(&out).contains("4 runs: 4 ok"), "{}", text(&out));
+    let results = std::fs::read_to_string(plan.join("results.csv")).unwrap();
+    let rows: Vec<&str> = results.lines().collect();
+    assert_eq!(
+        rows[0],
+        "id,condition,comms.probability,seed,status,steps,comms.delivery_ratio,robots[alpha].collisions,collect.no_such_metric"
+    );
+    assert_eq!(rows.len(), 5);
+    assert!(rows[3].starts_with("c01-s1,1,0.4,1,ok,300,"), "{}", rows[3]);
+    assert!(rows[3].ends_with(','), "a metric the run does not have is empty: {}", rows[3]);
+    let summary = std::fs::read_to_string(plan.join("summary.csv")).unwrap();
+    assert!(summary.contains("\n0,1.0,steps,2,0,300,0,300,300,300,300\n"), "{summary}");
+    assert!(summary.contains("\n1,0.4,collect.no_such_metric,0,2,,,,,,\n"), "{summary}");
+}
+
+#[test]
+fn a_failed_run_is_recorded_and_the_others_go_on() {
+    let dir = temp_dir("sweep-fail");
+    // Program robots that never come: each run gives up after its wait (exit code 2).
+    let sweep = write_sweep(
+        &dir,
+        r#"Sweep(scene: "SCENES/programs.ron", set: ["programs.wait_for_robots=0.05", "programs.port=0"],
+            seeds: Count(2), steps: 50, metrics: ["steps"])"#,
+    );
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", dir.join("plan").to_str().unwrap(), "--jobs", "2"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("2 runs: 0 done now, 0 done before, 2 failed"), "{shown}");
+    let record = json_file(&dir.join("plan/runs/c00-s1.failed.json"));
+    assert!(record["error"].as_str().unwrap().starts_with("exit code 2: "), "{record}");
+    assert!(record["error"].as_str().unwrap().contains("no program registered alpha"), "{record}");
+    let out = crsim(&["collect", dir.join("plan").to_str().unwrap()]);
+    assert!(text(&out).contains("2 runs: 2 failed"), "{}", text(&out));
+    assert!(text(&out).contains("c00-s2 failed: exit code 2"), "{}", text(&out));
+}
+
+#[test]
+fn bad_sweeps_are_refused_with_the_file_and_the_reason() {
+    let dir = temp_dir("sweep-bad");
+    let cases = [
+        (r#"Sweep(scene: "SCENES/nope.ron", seeds: Count(1), steps: 5, metrics: ["steps"])"#, "nope.ron: cannot read"),
+        (
+            r#"Sweep(scene: "SCENES/pens.ron", axes: [(path: "comms.probabilty", values: [0.5])], seeds: Count(1), steps: 5, metrics: ["steps"])"#,
+            "--set comms.probabilty: `comms` has no field `probabilty`",
+        ),
+        (
+            r#"Sweep(scene: "SCENES/pens.ron", axes: [(path: "comms.probability", values: [])], seeds: Count(1), steps: 5, metrics: ["steps"])"#,
+            "axes[0] (comms.probability): no values",
+        ),
+        (
+            r#"Sweep(scene: "SCENES/pens.ron", seeds: List([3, 4, 3]), steps: 5, metrics: ["steps"])"#,
+            "seeds: 3 is listed twice",
+        ),
+        (r#"Sweep(scene: "SCENES/pens.ron", seeds: Count(1), steps: 5, metrics: ["steps"], extra: 1)"#, "sweep.ron:1:"),
+    ];
+    for (body, expected) in cases {
+        let sweep = write_sweep(&dir, body);
+        let out = crsim(&["sweep", sweep.to_str().unwrap(), "--plan", dir.join("p").to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{body}: {}", text(&out));
+        assert!(text(&out).contains("sweep.ron") && text(&out).contains(expected), "{body}: {}", text(&out));
+    }
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_finished_results_and_leaves_no_half_run() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let dir = temp_dir("sweep-stop");
+    let sweep =
+        write_sweep(&dir, r#"Sweep(scene: "SCENES/pens.ron", seeds: Count(3), steps: 30000, metrics: ["steps"])"#);
+    let plan = dir.join("plan");
+    let child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap(), "--jobs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = plan.join("runs/c00-s1.json");
+    let start = std::time::Instant::now();
+    while !first.exists() && start.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(text(&out).contains("resume with the same command"), "{}", text(&out));
+    let names: Vec<String> = std::fs::read_dir(plan.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into())
+        .collect();
+    assert!(names.contains(&"c00-s1.json".to_string()), "{names:?}");
+    assert!(names.len() < 3, "the run that was going is not kept: {names:?}");
+    for name in &names {
+        assert!(name.ends_with(".json") && !name.starts_with('.'), "nothing half-written: {names:?}");
+        assert_eq!(json_file(&plan.join("runs").join(name))["interrupted"], false);
+    }
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("3 runs: {} done now, {} done before", 3 - names.len(), names.len())),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn collect_computes_means_and_intervals_and_draws_the_plot() {
+    let dir = temp_dir("collect");
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    let info = serde_json::json!({"sweep": "s.ron", "scene": "/x/pens.ron", "axes": ["comms.probability"],
+        "metrics": ["collect.all_boxed_s"], "runs": 11});
+    std::fs::write(dir.join("sweep.json"), info.to_string()).unwrap();
+    let mut manifest = String::new();
+    let values = [(0, 1.0, vec![2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), (1, 0.5, vec![10.0, 12.0, 14.0])];
+    for (c, p, vs) in &values {
+        for (i, v) in vs.iter().enumerate() {
+            let id = format!("c{c:02}-s{}", i + 1);
+            manifest += &format!(
+                "{}\n",
+                serde_json::json!({"id": id, "condition": c, "params": [["comms.probability", p]], "seed": i + 1})
+            );
+            let result =
+                serde_json::json!({"hash": "0123456789abcdef", "interrupted": false, "collect": {"all_boxed_s": v}});
+            std::fs::write(dir.join("runs").join(format!("{id}.json")), result.to_string()).unwrap();
+        }
+    }
+    std::fs::write(dir.join("manifest.jsonl"), manifest).unwrap();
+    let png = dir.join("p.png");
+    let out = crsim(&[
+        "collect",
+        dir.to_str().unwrap(),
+        "--plot",
+        "collect.all_boxed_s",
+        "--by",
+        "comms.probability",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("comms.probability=1.0  5.000 ± 1.787 (n=8)"), "{}", text(&out));
+    let summary = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let rows: Vec<Vec<f64>> =
+        summary.lines().skip(1).map(|l| l.split(',').filter_map(|f| f.parse::<f64>().ok()).collect()).collect();
+    // condition, probability, n, missing, mean, sd, ci low, ci high, min, max
+    let a = &rows[0];
+    assert_eq!((a[2], a[3], a[4]), (8.0, 0.0, 5.0));
+    assert!((a[5] - (32.0f64 / 7.0).sqrt()).abs() < 1e-9);
+    assert!((a[6] - (5.0 - 1.78750)).abs() < 1e-4 && (a[7] - (5.0 + 1.78750)).abs() < 1e-4, "{a:?}");
+    assert_eq!((a[8], a[9]), (2.0, 9.0));
+    // 10, 12, 14: mean 12, sd 2, t(0.975, 2) = 4.302653, half width 4.968275.
+    let b = &rows[1];
+    assert_eq!((b[2], b[4], b[5]), (3.0, 12.0, 2.0));
+    assert!((b[7] - b[4] - 4.968_275).abs() < 1e-4, "{b:?}");
+    let (w, h, pixels) = read_png(&png);
+    assert_eq!((w, h), (900, 560));
+    let coloured = pixels.chunks(3).filter(|p| p[0] < 100 && p[2] > 150).count();
+    assert!(coloured > 200, "the series is drawn in its colour: {coloured} pixels");
+    // A metric or a parameter the sweep does not have.
+    let out = crsim(&["collect", dir.to_str().unwrap(), "--plot", "steps", "--by", "comms.probability"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("--plot steps: not a metric of this sweep (its metrics: collect.all_boxed_s)"),
+        "{}",
+        text(&out)
+    );
+    let out = crsim(&["collect", dir.join("nothing").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("nothing/sweep.json: cannot read"), "{}", text(&out));
+}

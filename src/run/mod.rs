@@ -12,6 +12,7 @@ pub mod load;
 pub mod physics;
 pub mod report;
 pub mod signals;
+pub mod until;
 
 pub use load::load_now;
 
@@ -24,6 +25,7 @@ impl Plugin for SimPlugin {
         crate::sim::plugin(app);
         physics::plugin(app);
         load::plugin(app);
+        until::plugin(app);
         crate::world::plugin(app);
         crate::robot::plugin(app);
         crate::botlink::plugin(app);

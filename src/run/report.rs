@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::until::RunUntil;
 use crate::robot::{Battery, Odometry, Robot, pose};
-use crate::scene::ActiveScene;
+use crate::scene::{ActiveScene, SceneOverrides};
 use crate::sim::rng::SimSeed;
 use crate::sim::{ReportSections, RobotOrder, SimTime, TrajectoryHash};
 use crate::world::{Boxed, Held, Pen};
@@ -38,6 +39,13 @@ pub struct PenReport {
     pub boxed: u32,
 }
 
+/// A run's stop condition and when it was met.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntilReport {
+    pub condition: super::until::Until,
+    pub reached_step: Option<u64>,
+}
+
 /// Everything a run reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -52,6 +60,12 @@ pub struct RunReport {
     /// The run was stopped (Ctrl-C, SIGTERM, SIGHUP) before all its steps: this is what was done.
     #[serde(default)]
     pub interrupted: bool,
+    /// The command line's changes to the scene (`--set` paths with their values, `programs`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub overrides: serde_json::Map<String, serde_json::Value>,
+    /// The stop condition (`--until`) and the step that met it (none: the steps ran out first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<UntilReport>,
     pub robots: Vec<RobotReport>,
     pub pens: PenReport,
     /// Sections added by subsystems, keyed by name.
@@ -92,6 +106,13 @@ pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
         pens.held += u32::from(held);
         pens.boxed += u32::from(boxed);
     }
+    let overrides = match world.get_resource::<SceneOverrides>().map(SceneOverrides::to_json) {
+        Some(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let until = world
+        .get_resource::<RunUntil>()
+        .and_then(|u| u.until.map(|condition| UntilReport { condition, reached_step: u.reached_at }));
     let fns = world.get_resource::<ReportSections>().map(|s| s.0.clone()).unwrap_or_default();
     let sections = fns.into_iter().filter_map(|f| f(world)).collect();
     RunReport {
@@ -103,6 +124,8 @@ pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
         wall_time_s,
         hash,
         interrupted: false,
+        overrides,
+        until,
         robots,
         pens,
         sections,
@@ -136,6 +159,12 @@ impl RunReport {
         }
         if self.robots.len() > shown {
             let _ = writeln!(s, "  ... and {} more robots", self.robots.len() - shown);
+        }
+        if let Some(u) = &self.until {
+            let _ = match u.reached_step {
+                Some(step) => writeln!(s, "until {}: reached at step {step}", u.condition.name()),
+                None => writeln!(s, "until {}: not reached in {} steps", u.condition.name(), self.steps),
+            };
         }
         if self.interrupted {
             let _ = writeln!(s, "interrupted: these are the metrics of the {} steps done", self.steps);

@@ -12,6 +12,7 @@ pub mod geometry;
 pub mod load;
 pub mod network;
 pub mod overrides;
+pub mod path;
 pub mod schema;
 pub mod validate;
 

@@ -1,0 +1,84 @@
+//! Stop conditions for a headless run (`crsim run --until`): a run of at most `--steps` steps
+//! that ends at the first step after which its task is done.
+
+use bevy::prelude::*;
+
+use crate::sim::{SimSystems, SimTime};
+
+use crate::control::explore::{Explorer, Phase};
+use crate::robot::Robot;
+use crate::world::{Boxed, Pen};
+
+/// What ends a run before its last step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum Until {
+    /// Every pen of the scene lies in a box (a scene without pens never stops for this).
+    PensBoxed,
+    /// Every explorer is home with its room explored (a scene without explorers never stops).
+    Explored,
+}
+
+impl Until {
+    /// The task is done in the world as it stands.
+    pub fn reached(self, world: &mut World) -> bool {
+        match self {
+            Until::PensBoxed => {
+                let mut pens = world.query_filtered::<Has<Boxed>, (With<Pen>, Without<Robot>)>();
+                let mut any = false;
+                for boxed in pens.iter(world) {
+                    if !boxed {
+                        return false;
+                    }
+                    any = true;
+                }
+                any
+            }
+            Until::Explored => {
+                let mut explorers = world.query::<&Explorer>();
+                let mut any = false;
+                for ex in explorers.iter(world) {
+                    if ex.phase != Phase::Done {
+                        return false;
+                    }
+                    any = true;
+                }
+                any
+            }
+        }
+    }
+
+    /// The name used on the command line and in sweep files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Until::PensBoxed => "pens-boxed",
+            Until::Explored => "explored",
+        }
+    }
+}
+
+/// The stop condition of this run and the step at which it was reached.
+#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunUntil {
+    pub until: Option<Until>,
+    /// The step after which the condition first held; no step runs after it.
+    pub reached_at: Option<u64>,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<RunUntil>().add_systems(FixedUpdate, check_until.after(SimSystems::Record));
+}
+
+/// After each step: when the condition holds, note the step and end the frame's fixed loop, so
+/// no step runs after the one that finished the task.
+fn check_until(world: &mut World) {
+    let state = *world.resource::<RunUntil>();
+    let Some(until) = state.until else { return };
+    if state.reached_at.is_some() || !until.reached(world) {
+        return;
+    }
+    let step = world.resource::<SimTime>().step;
+    world.resource_mut::<RunUntil>().reached_at = Some(step);
+    let mut fixed = world.resource_mut::<Time<Fixed>>();
+    let left = fixed.overstep();
+    fixed.discard_overstep(left);
+}
