@@ -43,11 +43,20 @@ struct Cli {
     /// Select this robot when the scene loads (its inspector, network and radio view open).
     #[arg(long, value_name = "ROBOT")]
     select: Option<String>,
+    #[command(flatten)]
+    outside: OutsideArgs,
+}
+
+/// What the app and `crsim run` take about the scene from outside it: old protocol dialects,
+/// program robots and their port, and changed values.
+#[derive(clap::Args, Debug)]
+struct OutsideArgs {
     /// Remote robots speak the VirtualRobot protocol of this year (2021, 2022 or 2023) instead
     /// of their scene's, for old clients.
     #[arg(long, value_name = "YEAR")]
     protocol: Option<Dialect>,
-    /// Serve robot programs on this port instead of the scene's (0 picks a free one).
+    /// Serve robot programs on this port instead of the scene's (0 picks a free one); `crsim run`
+    /// prints where first.
     #[arg(long, value_name = "PORT")]
     program_port: Option<u16>,
     /// Drive these robots by programs outside crsim, whatever their controller in the scene:
@@ -55,9 +64,20 @@ struct Cli {
     #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
     programs: Vec<String>,
     /// Change a scene value: a path as in `comms.probability`, `robots[alpha].battery.initial`
-    /// or `robots[*].controller.Network.low_power`, and a RON value. Repeatable.
+    /// or `robots[*].controller.Network.low_power`, and a RON value (`0.5`, `true`, `Random`,
+    /// `(1.0, 2.0, 90.0)`). Repeatable; a run's metrics record them.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<SetValue>,
+}
+
+impl From<OutsideArgs> for Outside {
+    fn from(a: OutsideArgs) -> Outside {
+        Outside {
+            protocol: a.protocol,
+            program_port: a.program_port,
+            overrides: SceneOverrides { programs: a.programs, sets: a.sets },
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,23 +103,8 @@ enum Command {
         /// Step at real-time speed instead of as fast as possible (for remote clients).
         #[arg(long)]
         realtime: bool,
-        /// Remote robots speak the VirtualRobot protocol of this year (2021, 2022 or 2023).
-        #[arg(long, value_name = "YEAR")]
-        protocol: Option<Dialect>,
-        /// Serve robot programs on this port instead of the scene's (0 picks a free one); the
-        /// first line printed says where.
-        #[arg(long, value_name = "PORT")]
-        program_port: Option<u16>,
-        /// Drive these robots by programs outside crsim, whatever their controller in the
-        /// scene: names separated by commas, or `all`.
-        #[arg(long, value_name = "ROBOTS", value_delimiter = ',')]
-        programs: Vec<String>,
-        /// Change a scene value for this run: a path as in `comms.probability`,
-        /// `robots[alpha].battery.initial` or `robots[*].controller.Network.low_power`, and a
-        /// RON value (`0.5`, `true`, `Random`, `(1.0, 2.0, 90.0)`). Repeatable; the metrics
-        /// record them.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
-        sets: Vec<SetValue>,
+        #[command(flatten)]
+        outside: OutsideArgs,
         /// End the run after the step that finishes its task: all pens boxed, or every explorer
         /// done. --steps is then the most it runs.
         #[arg(long, value_name = "CONDITION")]
@@ -172,26 +177,12 @@ fn main() -> ExitCode {
     }
     match cli.command {
         None => {
-            let overrides = SceneOverrides { programs: cli.programs, sets: cli.sets };
-            let outside = Outside { protocol: cli.protocol, program_port: cli.program_port, overrides };
+            let outside = cli.outside.into();
             open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
         }
-        Some(Command::Run {
-            scene,
-            steps,
-            seed,
-            out,
-            no_radio,
-            dump_network,
-            realtime,
-            protocol,
-            program_port,
-            programs,
-            sets,
-            until,
-        }) => {
+        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime, outside, until }) => {
             let dump_network = dump_network.as_deref();
-            let outside = Outside { protocol, program_port, overrides: SceneOverrides { programs, sets } };
+            let outside = outside.into();
             let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, until, outside };
             run(&scene, steps, options)
         }

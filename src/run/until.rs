@@ -65,15 +65,16 @@ pub struct RunUntil {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<RunUntil>().add_systems(FixedUpdate, check_until.after(SimSystems::Record));
+    // Only runs that asked for a condition pay for the check (an exclusive system each step).
+    let asked = |u: Res<RunUntil>| u.until.is_some() && u.reached_at.is_none();
+    app.init_resource::<RunUntil>().add_systems(FixedUpdate, check_until.after(SimSystems::Record).run_if(asked));
 }
 
 /// After each step: when the condition holds, note the step and end the frame's fixed loop, so
 /// no step runs after the one that finished the task.
 fn check_until(world: &mut World) {
-    let state = *world.resource::<RunUntil>();
-    let Some(until) = state.until else { return };
-    if state.reached_at.is_some() || !until.reached(world) {
+    let Some(until) = world.resource::<RunUntil>().until else { return };
+    if !until.reached(world) {
         return;
     }
     let step = world.resource::<SimTime>().step;
