@@ -9,7 +9,7 @@
 //! | floor | folders | what lives there |
 //! |---|---|---|
 //! | top | `ui/`, `render/` | the control panel; drawing (presentation only) |
-//! | 4 | `run/` | scene loading, physics initialisation, headless runner, bench, report, hot reload |
+//! | 4 | `run/`, `record/`, `experiment/` | scene loading, physics initialisation, headless runner, bench, report, hot reload; recording, replay, verify and the viewer stream; sweeps |
 //! | 3 | `control/` | every controller: simple, explorer, behaviour network, remote |
 //! | 2 | `skills/` | skill slots and executors between controllers and the bot link |
 //! | 1 | `botlink/`, `comms/` | the bot manager and its packets; the radio |
@@ -22,6 +22,7 @@ pub mod botlink;
 pub mod comms;
 pub mod control;
 pub mod experiment;
+pub mod record;
 pub mod render;
 pub mod robot;
 pub mod run;
@@ -65,6 +66,7 @@ impl Plugin for AppPlugin {
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
         run::hot_reload::plugin(app);
         render::plugin(app);
+        record::replay::plugin(app);
         if let Some(name) = &self.select {
             render::select_on_load(app, name.clone());
         }

@@ -11,12 +11,18 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crsim::control::programs::{ProgramPortOverride, ProgramServer};
 use crsim::control::remote::Remote;
-use crsim::run::bench::{BenchOptions, run_bench};
+use crsim::record::format::RunMeta;
+use crsim::record::replay::{Replay, ReplaySource};
+use crsim::record::viewer::{ViewerClient, ViewerControl, ViewerServer};
+use crsim::record::writer::FileSink;
+use crsim::record::{Recorder, Recording};
+use crsim::run::bench::{BenchOptions, run_bench_with};
 use crsim::run::files::write_atomic;
 use crsim::run::headless::{headless_app_with, run_steps};
 use crsim::run::report::build_report;
 use crsim::run::signals;
 use crsim::run::until::{RunUntil, Until};
+use crsim::run::verify::Verdict;
 use crsim::scene::load::{DEFAULT_SCENE, DEFAULT_SCENE_NAME, parse_scene_with};
 use crsim::scene::overrides::SetValue;
 use crsim::scene::schema::{ControllerSpec, Dialect};
@@ -109,6 +115,46 @@ enum Command {
         /// done. --steps is then the most it runs.
         #[arg(long, value_name = "CONDITION")]
         until: Option<Until>,
+        /// Record the run to this MCAP file (replay it with `crsim replay`, check it with
+        /// `crsim verify`, open it in Foxglove).
+        #[arg(long, value_name = "FILE.mcap")]
+        record: Option<PathBuf>,
+        /// Stream the run to viewers on this TCP port (`crsim view ADDR`); 0 picks a free one.
+        #[arg(long, value_name = "PORT")]
+        serve_viewer: Option<u16>,
+    },
+    /// Replay a recording in the app with a timeline; --frames renders it to PNG frames instead.
+    Replay {
+        recording: PathBuf,
+        /// Write every shown step as DIR/frame-NNNNNN.png and exit (under Xvfb without a screen).
+        #[arg(long, value_name = "DIR")]
+        frames: Option<PathBuf>,
+        /// With --frames: one frame every N steps.
+        #[arg(long, default_value_t = 1, requires = "frames")]
+        every: u64,
+        /// Start at this step.
+        #[arg(long)]
+        step: Option<u64>,
+    },
+    /// Run a recording's scene and seed again and report "identical" or the first step and
+    /// robot where the trajectory differs.
+    Verify {
+        recording: PathBuf,
+        /// Run this scene file instead of the recorded one (with the recording's seed).
+        #[arg(long, value_name = "SCENE")]
+        scene: Option<PathBuf>,
+    },
+    /// Describe a recording: its run, steps, size per robot-step; --step reads the state at a
+    /// step and says how long that took.
+    Inspect {
+        recording: PathBuf,
+        #[arg(long)]
+        step: Option<u64>,
+    },
+    /// Watch a run started with `crsim run --serve-viewer PORT`: the app attaches as a viewer.
+    View {
+        /// Where the run serves viewers, as HOST:PORT.
+        addr: String,
     },
     /// Validate scene files and network structure files; prints `ok` or the errors for each.
     Check {
@@ -159,6 +205,9 @@ enum Command {
         /// Behaviour-network collectors instead of wanderers, with pens, boxes and stations.
         #[arg(long)]
         network: bool,
+        /// Record the benchmark's run to this MCAP file (to measure what recording costs).
+        #[arg(long, value_name = "FILE.mcap")]
+        record: Option<PathBuf>,
     },
 }
 
@@ -180,20 +229,46 @@ fn main() -> ExitCode {
             let outside = cli.outside.into();
             open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
         }
-        Some(Command::Run { scene, steps, seed, out, no_radio, dump_network, realtime, outside, until }) => {
+        Some(Command::Run {
+            scene,
+            steps,
+            seed,
+            out,
+            no_radio,
+            dump_network,
+            realtime,
+            outside,
+            until,
+            record,
+            serve_viewer,
+        }) => {
             let dump_network = dump_network.as_deref();
             let outside = outside.into();
-            let options = RunOptions { seed, out: out.as_deref(), no_radio, dump_network, realtime, until, outside };
+            let options = RunOptions {
+                seed,
+                out: out.as_deref(),
+                no_radio,
+                dump_network,
+                realtime,
+                until,
+                outside,
+                record: record.as_deref(),
+                serve_viewer,
+            };
             run(&scene, steps, options)
         }
+        Some(Command::Replay { recording, frames, every, step }) => replay_command(&recording, frames, every, step),
+        Some(Command::Verify { recording, scene }) => verify_command(&recording, scene.as_deref()),
+        Some(Command::View { addr }) => view_command(&addr),
+        Some(Command::Inspect { recording, step }) => inspect_command(&recording, step),
         Some(Command::Check { files }) => check(&files),
         Some(Command::Sweep { sweep, dir, plan, jobs }) => sweep_command(&sweep, dir, plan, jobs),
         Some(Command::Collect { dir, plot, by, out }) => {
             quiet_on_closed_output();
             collect_command(&dir, plot.zip(by), out)
         }
-        Some(Command::Bench { robots, steps, seed, comms, network }) => {
-            bench(robots, steps, seed, BenchOptions { comms, network })
+        Some(Command::Bench { robots, steps, seed, comms, network, record }) => {
+            bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
         }
     }
 }
@@ -211,13 +286,12 @@ fn open_app(
     select: Option<String>,
     outside: Outside,
 ) -> ExitCode {
-    let Outside { protocol, program_port, overrides } = outside;
     let (scene, source) = match scene {
-        Some(path) => match load(&path, &overrides) {
+        Some(path) => match load(&path, &outside.overrides) {
             Ok(s) => (s, SceneSource::File(path)),
             Err(code) => return code,
         },
-        None => match parse_scene_with(DEFAULT_SCENE, DEFAULT_SCENE_NAME, &overrides) {
+        None => match parse_scene_with(DEFAULT_SCENE, DEFAULT_SCENE_NAME, &outside.overrides) {
             Ok(s) => (s, SceneSource::BuiltIn),
             Err(e) => {
                 eprintln!("{e}");
@@ -225,6 +299,21 @@ fn open_app(
             }
         },
     };
+    open_window(AppWindow { scene, source, screenshot, select }, outside, |_| {})
+}
+
+/// What the app window shows first.
+struct AppWindow {
+    scene: SceneFile,
+    source: SceneSource,
+    screenshot: Option<(PathBuf, u32)>,
+    select: Option<String>,
+}
+
+/// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter).
+fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)) -> ExitCode {
+    let AppWindow { scene, source, screenshot, select } = window;
+    let Outside { protocol, program_port, overrides } = outside;
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         eprintln!(
             "crsim: no display to open the app's window on (DISPLAY is not set). Run a scene headless \
@@ -261,6 +350,7 @@ fn open_app(
             return ExitCode::from(2);
         }
     };
+    setup(&mut app);
     let exit = app.run();
     if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
@@ -283,6 +373,8 @@ struct RunOptions<'a> {
     realtime: bool,
     until: Option<Until>,
     outside: Outside,
+    record: Option<&'a Path>,
+    serve_viewer: Option<u16>,
 }
 
 /// What the command line says about robots driven from outside, for the app and for `run`.
@@ -292,8 +384,15 @@ struct Outside {
     overrides: SceneOverrides,
 }
 
+impl Outside {
+    /// Nothing from outside (a replay, a viewer).
+    fn none() -> Outside {
+        Outside { protocol: None, program_port: None, overrides: SceneOverrides::default() }
+    }
+}
+
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside } = options;
+    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside, record, serve_viewer } = options;
     let Outside { protocol, program_port, overrides } = outside;
     if let Err(e) = signals::install() {
         eprintln!("{e}");
@@ -327,11 +426,23 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     }
+    let meta = (record.is_some() || serve_viewer.is_some()).then(|| {
+        let text = crsim::scene::load::read_text(path).unwrap_or_default();
+        let dir = path.parent().unwrap_or(Path::new("."));
+        crsim::record::run_meta(&scene, &text, &path.display().to_string(), dir, &overrides, no_radio, 0)
+    });
+    let address = scene.botlink.address.clone();
     let mut app = headless_app_with(scene, SceneSource::File(path.to_path_buf()), |app| {
         app.insert_resource(ProgramPortOverride(program_port))
             .insert_resource(overrides)
             .insert_resource(RunUntil { until, reached_at: None });
     });
+    if let Some(meta) = &meta
+        && let Err(e) = start_recording(&mut app, meta, record, serve_viewer.map(|p| (address.as_str(), p)))
+    {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     // Ports that could not be opened: the run would go on without the robots they serve.
     let problems = port_problems(&mut app);
     if !problems.is_empty() {
@@ -372,11 +483,34 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             }
         }
     } else {
+        // Viewers may pause the run or set its speed; without them it runs as fast as it goes.
+        let mut paced: Option<(Instant, u64, f64)> = None;
         while done < steps && !signals::requested() && !finished(&app) {
             if let Err(code) = wait_for_programs(&mut app) {
                 return code;
             }
-            let n = RUN_CHUNK.min(steps - done);
+            let control = *app.world().resource::<ViewerControl>();
+            let n = if control.paused {
+                paced = None;
+                0
+            } else if let Some(factor) = control.speed {
+                let dt = app.world().resource::<SimTime>().dt_exact;
+                let (since, at, f) = *paced.get_or_insert((Instant::now(), done, factor));
+                if f != factor {
+                    paced = None;
+                    continue;
+                }
+                let due = at + (since.elapsed().as_secs_f64() * factor / dt) as u64;
+                due.saturating_sub(done).min(RUN_CHUNK).min(steps - done)
+            } else {
+                paced = None;
+                RUN_CHUNK.min(steps - done)
+            };
+            if n == 0 {
+                app.update();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
             run_steps(&mut app, n);
             done += n;
             bar.set_position(done);
@@ -391,6 +525,20 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     let mut report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
     report.interrupted = interrupted;
     println!("{}", report.summary());
+    let recorder_errors = {
+        let mut rec = app.world_mut().resource_mut::<Recorder>();
+        rec.finish(interrupted);
+        std::mem::take(&mut rec.errors)
+    };
+    if let Some(file) = record {
+        if recorder_errors.is_empty() {
+            println!("recording: {}", file.display());
+        } else {
+            for e in &recorder_errors {
+                eprintln!("{e}");
+            }
+        }
+    }
     if let Some(robot) = dump_network
         && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
     {
@@ -410,7 +558,186 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
         println!("metrics: {}", out.display());
     }
-    if report.interrupted { ExitCode::from(INTERRUPTED) } else { ExitCode::SUCCESS }
+    if report.interrupted {
+        ExitCode::from(INTERRUPTED)
+    } else if record.is_some() && !recorder_errors.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Starts the recording to `file` and the viewer server on `viewer` (address, port).
+fn start_recording(
+    app: &mut App,
+    meta: &RunMeta,
+    file: Option<&Path>,
+    viewer: Option<(&str, u16)>,
+) -> Result<(), String> {
+    if let Some(file) = file {
+        let sink = FileSink::create(file, meta)?;
+        app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink));
+    }
+    if let Some((address, port)) = viewer {
+        let server = ViewerServer::open(address, port, meta)?;
+        println!("viewers: listening on {}  (crsim view {})", server.local, server.local);
+        app.world_mut().resource_mut::<Recorder>().add_sink(server.sink());
+        app.insert_resource(server);
+    }
+    Ok(())
+}
+
+fn open_recording(path: &Path) -> Result<Recording, ExitCode> {
+    Recording::open(path).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })
+}
+
+fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option<u64>) -> ExitCode {
+    let recording = match open_recording(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if let Some(note) = recording.describe_end() {
+        eprintln!("{note}");
+    }
+    let scene = match crsim::record::recorded_scene(&recording.meta) {
+        Ok(s) => crsim::record::without_outside_drivers(s),
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    if every == 0 {
+        eprintln!("--every must be at least 1");
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = &frames
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("--frames: cannot create {}: {e}", dir.display());
+        return ExitCode::from(2);
+    }
+    let mut replay = Replay::file(recording);
+    if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
+        t.seek(s as i64);
+    }
+    let window = AppWindow { scene, source: SceneSource::Generated, screenshot: None, select: None };
+    open_window(window, Outside::none(), move |app| {
+        app.insert_resource(replay);
+        if let Some(dir) = frames {
+            crsim::render::frames::plugin(app, dir, every);
+        }
+    })
+}
+
+fn view_command(addr: &str) -> ExitCode {
+    let client = match ViewerClient::connect(addr) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let scene = match crsim::record::recorded_scene(&client.meta) {
+        Ok(s) => crsim::record::without_outside_drivers(s),
+        Err(e) => {
+            eprintln!("{addr}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let window = AppWindow { scene, source: SceneSource::Generated, screenshot: None, select: None };
+    open_window(window, Outside::none(), move |app| {
+        app.insert_resource(Replay::live(client));
+    })
+}
+
+fn inspect_command(path: &Path, step: Option<u64>) -> ExitCode {
+    quiet_on_closed_output();
+    let opened = Instant::now();
+    let mut r = match open_recording(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let open_ms = opened.elapsed().as_secs_f64() * 1e3;
+    let (first, last) = r.steps();
+    let m = r.meta.clone();
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let robot_steps = (last - first + 1) * m.robots.len().max(1) as u64;
+    println!("recording: {}", path.display());
+    println!("crsim: {} (format {})", m.crsim_version, m.format_version);
+    println!("scene: {} (seed {}, dt {} s)", m.scene_path, m.seed, m.dt);
+    println!("robots: {}   pens: {}", m.robots.len(), m.pens.len());
+    println!("steps: {first}..={last}");
+    match (&r.end, r.describe_end()) {
+        (_, Some(note)) => println!("end: {note}"),
+        (Some(e), None) => {
+            println!("end: {} steps, hash {}{}", e.steps, e.hash, if e.interrupted { ", interrupted" } else { "" })
+        }
+        (None, None) => println!("end: not recorded"),
+    }
+    println!("size: {size} bytes, {:.2} bytes per robot-step", size as f64 / robot_steps as f64);
+    println!("opened in {open_ms:.1} ms");
+    if let Some(s) = step {
+        let t = Instant::now();
+        match r.frame(s) {
+            Ok(f) => {
+                println!(
+                    "step {}: read in {:.1} ms, hash {}",
+                    f.step.step,
+                    t.elapsed().as_secs_f64() * 1e3,
+                    f.step.hash
+                );
+                for (i, name) in m.robots.iter().enumerate().take(10) {
+                    let (x, y) = (f.robots.x.get(i).copied().unwrap_or(0), f.robots.y.get(i).copied().unwrap_or(0));
+                    println!("  {name}: ({:.3}, {:.3})", x as f64 / 1e3, y as f64 / 1e3);
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn verify_command(path: &Path, scene: Option<&Path>) -> ExitCode {
+    if let Err(e) = signals::install() {
+        eprintln!("{e}");
+    }
+    let mut recording = match open_recording(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if let Some(note) = recording.describe_end() {
+        eprintln!("{note}");
+    }
+    let scene = match scene {
+        None => None,
+        Some(p) => match load(p, &SceneOverrides::default()) {
+            Ok(mut s) => {
+                s.seed = recording.meta.seed;
+                Some(s)
+            }
+            Err(code) => return code,
+        },
+    };
+    let (_, last) = recording.steps();
+    let bar = progress_bar(last + 1);
+    let verdict = crsim::run::verify::verify(&mut recording, scene, |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    match verdict {
+        Ok(v) => {
+            println!("{}", v.describe());
+            if matches!(v, Verdict::Identical { .. }) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Steps between checks for a stop request (and progress updates) in a headless run.
@@ -612,7 +939,7 @@ fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathB
 /// The most robots `crsim bench` builds an arena for.
 const MAX_BENCH_ROBOTS: usize = 1_000_000;
 
-fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions) -> ExitCode {
+fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Option<&Path>) -> ExitCode {
     if robots == 0 || steps == 0 {
         eprintln!("--robots and --steps must be at least 1");
         return ExitCode::from(2);
@@ -622,8 +949,29 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions) -> ExitCod
         return ExitCode::from(2);
     }
     let bar = progress_bar(steps);
-    let r = run_bench(robots, steps, seed, options, |done| bar.set_position(done));
+    let mut failed = None;
+    let setup = |app: &mut App, scene: &SceneFile| {
+        let Some(file) = record else { return };
+        let meta = crsim::record::run_meta(
+            scene,
+            &crsim::scene::load::to_ron(scene),
+            "bench",
+            Path::new("."),
+            &SceneOverrides::default(),
+            false,
+            0,
+        );
+        match FileSink::create(file, &meta) {
+            Ok(sink) => app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink)),
+            Err(e) => failed = Some(e),
+        }
+    };
+    let r = run_bench_with(robots, steps, seed, options, setup, |done| bar.set_position(done));
     bar.finish_and_clear();
+    if let Some(e) = failed {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     println!("robots: {}", r.robots);
     println!("steps: {}", r.steps);
     println!("wall_time_s: {:.3}", r.wall_time_s);

@@ -304,6 +304,23 @@ fn gui_smoke_screenshot() {
     assert!(step > 0);
     let run = crsim(&["run", "scenes/pens.ron", "--steps", &step.to_string()]);
     assert_eq!(hash, hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ on the default scene");
+    // A recording rendered to frames without a person at the screen.
+    let rec = dir.join("pens.mcap");
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "120", "--record", &rec.to_string_lossy()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let frames = dir.join("frames");
+    let out = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim"), "replay", &rec.to_string_lossy()])
+        .args(["--frames", &frames.to_string_lossy(), "--every", "40"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("wrote 3 frames"), "{}", text(&out));
+    let first = read_png(&frames.join("frame-000001.png"));
+    let last = read_png(&frames.join("frame-000003.png"));
+    assert!(first.0 >= 640 && first.2 != last.2, "the frames show different steps");
+    assert!(!frames.join("frame-000004.png").exists());
     let out = run_app(Some("scenes/swarm.ron"), &dir.join("swarm.png"), 150);
     assert!(out.status.success(), "{}", text(&out));
     let (step, hash) = app_stop(&out);
@@ -666,4 +683,258 @@ fn collect_computes_means_and_intervals_and_draws_the_plot() {
     let out = crsim(&["collect", dir.join("nothing").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("nothing/sweep.json: cannot read"), "{}", text(&out));
+}
+
+// ---- recording, replay, verify, the viewer stream ----
+
+use crsim::record::Recording;
+use crsim::record::format::*;
+
+fn record(scene: &str, steps: u64, file: &Path, extra: &[&str]) -> String {
+    let out =
+        crsim(&[&["run", scene, "--steps", &steps.to_string(), "--record", &file.to_string_lossy()], extra].concat());
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains(&format!("recording: {}", file.display())), "{all}");
+    assert!(!crsim::record::writer::part_path(file).exists(), "the .part file is renamed away");
+    hash_line(&all)
+}
+
+#[test]
+fn a_recording_holds_every_channel_and_reads_back() {
+    let dir = temp_dir("record");
+    let file = dir.join("pens.mcap");
+    let hash = record("scenes/pens.ron", 600, &file, &[]);
+    let mut r = Recording::open(&file).unwrap();
+    assert_eq!(r.steps(), (0, 599));
+    assert_eq!(r.meta.seed, 1);
+    assert_eq!(r.meta.robots, ["alpha", "beta", "gamma"]);
+    assert!(r.meta.scene_text.contains("SceneFile("), "the scene file's text");
+    let end = r.end.clone().expect("a finished recording has its end");
+    assert_eq!((end.steps, end.last_step, end.hash.as_str(), end.interrupted), (600, 599, hash.as_str(), false));
+    let steps: Vec<StepRecord> = r.read(Channel::Step, 0, 599).unwrap();
+    assert_eq!(steps.len(), 600);
+    assert_eq!(steps.last().unwrap().hash, hash, "the hash after the last step is the run's");
+    let robots: Vec<RobotsRecord> = r.read(Channel::Robots, 0, 599).unwrap();
+    assert_eq!(robots.len(), 600);
+    assert!(robots.iter().all(|x| x.x.len() == 3 && x.battery.len() == 3 && x.flags.len() == 3));
+    // alpha starts at (1.0, 0.25) facing up and drives off.
+    assert!((robots[0].x[0] - 1000).abs() < 20 && (robots[0].y[0] - 250).abs() < 20, "{:?}", robots[0]);
+    assert!(robots[599].x[0] != robots[0].x[0] || robots[599].y[0] != robots[0].y[0]);
+    let pens: Vec<PensRecord> = r.read(Channel::Pens, 0, 599).unwrap();
+    assert_eq!(pens.len(), 600);
+    assert_eq!(pens[0].x.len(), r.meta.pens.len());
+    let events: Vec<EventsRecord> = r.read(Channel::Events, 0, 599).unwrap();
+    let all: Vec<&Event> = events.iter().flat_map(|e| &e.events).collect();
+    assert!(all.iter().any(|e| matches!(e, Event::SkillStarted { .. })), "skills start");
+    assert!(all.iter().any(|e| matches!(e, Event::Gripped { .. })), "a pen is gripped in 12 s");
+    let radio: Vec<RadioRecord> = r.read(Channel::Radio, 0, 599).unwrap();
+    assert!(radio.iter().any(|x| !x.sent.is_empty()), "collectors claim pens over the radio");
+    assert!(radio.iter().any(|x| !x.delivered.is_empty()));
+    let nets: Vec<NetworkRecord> = r.read(Channel::Network, 0, 599).unwrap();
+    assert!(nets.len() > 3 && nets.iter().all(|n| !n.degrees.is_empty()));
+    let keys: Vec<KeyframeRecord> = r.read(Channel::Keyframe, 0, 599).unwrap();
+    assert_eq!(keys.iter().map(|k| k.step).collect::<Vec<_>>(), [0, 250, 500]);
+    assert_eq!(keys[0].networks.len(), 3);
+    let inputs: Vec<InputsRecord> = r.read(Channel::Inputs, 0, 599).unwrap();
+    assert_eq!(inputs.len(), 1, "only the parameters at the start: nothing came from outside");
+    // The explorer's channel, in its room.
+    let file = dir.join("explorer.mcap");
+    record("scenes/explorer.ron", 1500, &file, &[]);
+    let mut r = Recording::open(&file).unwrap();
+    let ex: Vec<ExplorerRecord> = r.read(Channel::Explorer, 1, 1499).unwrap();
+    assert!(ex.iter().any(|e| !e.changed.is_empty()), "the map fills in");
+    let f = r.frame(1499).unwrap();
+    let known = &f.explorers.values().next().unwrap();
+    assert!(known.map.as_ref().unwrap().iter().any(|row| row.contains('.')), "free cells in the map");
+}
+
+#[test]
+fn replay_shows_the_recorded_state_at_any_step() {
+    let dir = temp_dir("replay");
+    let file = dir.join("pens.mcap");
+    record("scenes/pens.ron", 400, &file, &[]);
+    let mut r = Recording::open(&file).unwrap();
+    let want: RobotsRecord = r.read(Channel::Robots, 321, 321).unwrap().remove(0);
+    let scene = crsim::record::recorded_scene(&r.meta).unwrap();
+    let mut replay = crsim::record::replay::Replay::file(r);
+    if let crsim::record::replay::ReplaySource::File(t) = &mut replay.source {
+        t.seek(321);
+    }
+    let mut app = crsim::run::headless::headless_app(scene, crsim::scene::SceneSource::Generated);
+    crsim::record::replay::plugin(&mut app);
+    app.insert_resource(replay);
+    app.update();
+    app.update();
+    assert_eq!(app.world().resource::<crsim::sim::SimTime>().step, 321);
+    for (i, name) in ["alpha", "beta", "gamma"].iter().enumerate() {
+        let e = common::named(&mut app, name);
+        let (p, h) = common::pose_of(&app, e);
+        assert!((p.x - want.x[i] as f32 / 1000.0).abs() < 1e-4 && (p.y - want.y[i] as f32 / 1000.0).abs() < 1e-4);
+        assert!((h - want.heading[i] as f32 / 1000.0).abs() < 1e-3, "{name}");
+    }
+}
+
+#[test]
+fn verify_says_identical_or_where_a_changed_scene_parts() {
+    let dir = temp_dir("verify");
+    let file = dir.join("pens.mcap");
+    record("scenes/pens.ron", 500, &file, &[]);
+    let out = crsim(&["verify", &file.to_string_lossy()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("identical: 500 steps"), "{}", text(&out));
+    // beta's battery starts a little higher: the runs part where its charge first matters.
+    let scene = std::fs::read_to_string("scenes/pens.ron").unwrap().replace("initial: 14.0", "initial: 4.0");
+    let altered = dir.join("altered.ron");
+    std::fs::write(&altered, scene).unwrap();
+    let out = crsim(&["verify", &file.to_string_lossy(), "--scene", &altered.to_string_lossy()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("differs: first at step "), "{t}");
+    assert!(t.contains("robot beta is the first to move differently"), "{t}");
+}
+
+#[test]
+fn runs_driven_by_programs_verify_from_their_recorded_inputs() {
+    let dir = temp_dir("verify-programs");
+    let file = dir.join("programs.mcap");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/programs.ron", "--steps", "400", "--program-port", "0", "--programs", "beta"])
+        .args(["--record", &file.to_string_lossy()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let addr: std::net::SocketAddr = loop {
+        let l = lines.next().expect("the run says where programs connect").unwrap();
+        if let Some(a) = l.strip_prefix("programs: listening on ") {
+            break a.trim().parse().unwrap();
+        }
+    };
+    let served = std::thread::spawn(move || common::circles(addr, 400));
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(child.wait().unwrap().success(), "{rest:?}");
+    assert!(served.join().unwrap() >= 400);
+    let mut r = Recording::open(&file).unwrap();
+    let inputs: Vec<InputsRecord> = r.read(Channel::Inputs, 0, 399).unwrap();
+    assert!(
+        inputs.iter().filter(|i| !i.commands.is_empty()).count() >= 4,
+        "the program's drive commands (they change every 100 steps)"
+    );
+    assert!(inputs.iter().any(|i| !i.sends.is_empty()), "its radio claims");
+    assert!(inputs[0].params.is_some());
+    let out = crsim(&["verify", &file.to_string_lossy()]);
+    assert!(text(&out).contains("identical: 400 steps"), "{}", text(&out));
+}
+
+#[test]
+fn cut_short_foreign_and_old_recordings_give_clear_errors() {
+    let dir = temp_dir("bad-recordings");
+    let file = dir.join("swarm.mcap");
+    record("scenes/swarm.ron", 3000, &file, &[]);
+    let full = std::fs::read(&file).unwrap();
+    // A run killed mid-way: the file stops in the middle.
+    let cut = dir.join("cut.mcap");
+    std::fs::write(&cut, &full[..full.len() * 2 / 3]).unwrap();
+    let r = Recording::open(&cut).unwrap();
+    let (first, last) = r.steps();
+    assert!(first == 0 && last > 100 && last < 2999, "{last}");
+    assert!(r.end.is_none());
+    let note = r.describe_end().unwrap();
+    assert!(note.contains("incomplete") && note.contains(&format!("up to step {last}")), "{note}");
+    let out = crsim(&["verify", &cut.to_string_lossy()]);
+    assert!(text(&out).contains(&format!("identical: {} steps", last + 1)), "{}", text(&out));
+    // Not MCAP at all.
+    let out = crsim(&["verify", "scenes/pens.ron"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("scenes/pens.ron is not a crsim recording: it is not an MCAP file"), "{}", text(&out));
+    let out = crsim(&["verify", &dir.join("missing.mcap").to_string_lossy()]);
+    assert!(text(&out).contains("cannot open recording"), "{}", text(&out));
+    // Only the magic bytes.
+    let stub = dir.join("stub.mcap");
+    std::fs::write(&stub, &full[..8]).unwrap();
+    let e = Recording::open(&stub).err().unwrap();
+    assert!(e.contains("stub.mcap"), "{e}");
+    // An MCAP file of another program, and a crsim recording of another format version.
+    let write = |path: &Path, profile: &str, meta: Option<std::collections::BTreeMap<String, String>>| {
+        let mut w = mcap::WriteOptions::new()
+            .profile(profile)
+            .create(std::io::BufWriter::new(std::fs::File::create(path).unwrap()))
+            .unwrap();
+        if let Some(m) = meta {
+            w.write_metadata(&mcap::records::Metadata { name: META_RUN.into(), metadata: m }).unwrap();
+        }
+        let s = w.add_schema("x", "jsonschema", b"{}").unwrap();
+        let c = w.add_channel(s, "/robots", "json", &Default::default()).unwrap();
+        let h = mcap::records::MessageHeader { channel_id: c, sequence: 0, log_time: 0, publish_time: 0 };
+        w.write_to_known_channel(&h, b"{}").unwrap();
+        w.finish().unwrap();
+    };
+    let ros = dir.join("ros.mcap");
+    write(&ros, "ros2", None);
+    let e = Recording::open(&ros).err().unwrap();
+    assert!(e.contains("not a crsim recording (its profile is \"ros2\""), "{e}");
+    let r = Recording::open(&file).unwrap();
+    let mut old = r.meta.to_map();
+    old.insert("format_version".into(), "0".into());
+    let oldf = dir.join("old.mcap");
+    write(&oldf, PROFILE, Some(old));
+    let e = Recording::open(&oldf).err().unwrap();
+    assert!(e.contains("old.mcap") && e.contains("format version 0"), "{e}");
+    let mut blank = r.meta.to_map();
+    blank.insert("scene".into(), String::new());
+    let blankf = dir.join("blank.mcap");
+    write(&blankf, PROFILE, Some(blank));
+    let e = Recording::open(&blankf).err().unwrap();
+    assert!(e.contains("scene text is empty"), "{e}");
+}
+
+#[test]
+fn a_viewer_attaches_late_pauses_the_run_and_detaches_without_stopping_it() {
+    use crsim::record::viewer::{ViewerClient, ViewerCommand};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/swarm.ron", "--steps", "10000000", "--serve-viewer", "0"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let addr = loop {
+        let l = lines.next().expect("the run says where viewers connect").unwrap();
+        if let Some(a) = l.strip_prefix("viewers: listening on ") {
+            break a.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let poll_until = |c: &mut ViewerClient, ok: &dyn Fn(&ViewerClient) -> bool| {
+        let start = std::time::Instant::now();
+        while !ok(c) {
+            assert!(start.elapsed().as_secs() < 20, "the viewer got nothing");
+            c.poll();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    let mut v = ViewerClient::connect(&addr).unwrap();
+    assert_eq!(v.meta.robots.len(), 64);
+    poll_until(&mut v, &|c| c.frame.robots.x.len() == 64);
+    let joined_at = v.frame.step.step;
+    assert!(joined_at > 0, "a late viewer starts from the present");
+    v.send(&ViewerCommand::Pause { paused: true });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    v.poll();
+    let paused_at = v.frame.step.step;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    v.poll();
+    assert_eq!(v.frame.step.step, paused_at, "paused");
+    v.send(&ViewerCommand::Pause { paused: false });
+    poll_until(&mut v, &|c| c.frame.step.step > paused_at + 10);
+    drop(v);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut again = ViewerClient::connect(&addr).unwrap();
+    poll_until(&mut again, &|c| c.frame.step.step > paused_at + 100);
+    drop(again);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
 }

@@ -8,7 +8,7 @@
 pub mod model;
 pub mod radio;
 
-pub use radio::{CommAbilities, Payload, Radio, RadioIn, RadioOut, register_robot, restore_pairs};
+pub use radio::{CommAbilities, Payload, Radio, RadioIn, RadioLog, RadioOut, register_robot, restore_pairs};
 
 pub(super) fn plugin(app: &mut bevy::prelude::App) {
     radio::plugin(app);

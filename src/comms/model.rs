@@ -22,14 +22,14 @@ use rand::RngExt;
 use crate::sim::rng::SimRng;
 
 /// What a robot may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommType {
     pub broadcast: bool,
     pub point_to_point: bool,
 }
 
 /// System-level parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SystemParams {
     pub link: bool,
     /// Metres; `None` is unlimited.
@@ -46,7 +46,7 @@ impl Default for SystemParams {
 }
 
 /// A robot's parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RobotParams {
     pub incoming: bool,
     pub outgoing: bool,
@@ -66,7 +66,7 @@ impl RobotParams {
 /// Parameters for one sender → receiver pair, combined with the other two levels; `None` leaves
 /// them in charge. The pair's link must be on too, its range and probability narrow the others'
 /// (smallest range, product), and its delay replaces the system's plus the sender's.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PairParams {
     pub link: Option<bool>,
     pub range: Option<f32>,
@@ -322,6 +322,18 @@ impl<T: Clone> CommsModel<T> {
 
     pub fn set_pair(&mut self, sender: &str, receiver: &str, params: PairParams) {
         self.pairs.insert((sender.to_string(), receiver.to_string()), params);
+    }
+
+    /// Every pair's parameters, sorted by sender and receiver.
+    pub fn pairs(&self) -> Vec<(String, String, PairParams)> {
+        let mut v: Vec<_> = self.pairs.iter().map(|((a, b), p)| (a.clone(), b.clone(), *p)).collect();
+        v.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+        v
+    }
+
+    /// Replaces every pair's parameters (a recorded change made from outside).
+    pub fn replace_pairs(&mut self, pairs: &[(String, String, PairParams)]) {
+        self.pairs = pairs.iter().map(|(a, b, p)| ((a.clone(), b.clone()), *p)).collect();
     }
 
     pub fn pair(&self, sender: &str, receiver: &str) -> Option<&PairParams> {

@@ -96,6 +96,7 @@ pub(super) fn plugin(app: &mut App) {
         .add_observer(give_radio)
         .add_observer(take_radio)
         .add_systems(PreUpdate, rebuild_radio.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        .init_resource::<RadioLog>()
         .add_systems(FixedUpdate, deliver.in_set(SimSystems::Communicate));
     add_report_section(app, report_section);
 }
@@ -168,8 +169,18 @@ pub fn restore_pairs(model: &mut CommsModel<Payload>, scene: &SceneFile, name: &
     }
 }
 
+/// The sends of the step just run and what became of them, kept only while `enabled` (for
+/// recordings; nothing is kept otherwise).
+#[derive(Resource, Debug, Default)]
+pub struct RadioLog {
+    pub enabled: bool,
+    /// Sender, receiver (`None` for a broadcast) and outcome, in the order they were sent.
+    pub sends: Vec<(String, Option<String>, crate::comms::model::Sent)>,
+}
+
 fn deliver(
     time: Res<SimTime>,
+    mut log: ResMut<RadioLog>,
     rapier: ReadRapierContext,
     order: Res<RobotOrder>,
     mut radio: ResMut<Radio>,
@@ -177,6 +188,9 @@ fn deliver(
     names: Query<(&Name, &Robot)>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
+    if log.enabled {
+        log.sends.clear();
+    }
     let talking = robots.iter().any(|(_, _, out, _)| !out.0.is_empty());
     let positions: HashMap<String, Vec2> = if talking {
         robots.iter().map(|(n, t, _, _)| (n.to_string(), t.translation.truncate())).collect()
@@ -218,7 +232,14 @@ fn deliver(
             } else {
                 Vec::new()
             };
-            model.send(&sender, target, payload, time.step, &candidates, distance);
+            let to = match &target {
+                Target::Robot(n) if log.enabled => Some(n.clone()),
+                _ => None,
+            };
+            let sent = model.send(&sender, target, payload, time.step, &candidates, distance);
+            if log.enabled {
+                log.sends.push((sender.clone(), to, sent));
+            }
         }
     }
     if model.stats.in_flight == 0 && !talking {

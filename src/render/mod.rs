@@ -14,6 +14,7 @@ use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
 pub mod explore;
+pub mod frames;
 pub mod screenshot;
 
 /// The robot picked in the world view, shown in the inspector.
@@ -91,6 +92,7 @@ pub fn plugin(app: &mut App) {
                 fit_camera.run_if(on_message::<SceneLoaded>.or_eager(panel_resized)),
                 pan_zoom_and_pick,
                 draw_world,
+                draw_replayed_radio.run_if(resource_exists::<crate::record::replay::Replay>),
             )
                 .chain(),
         );
@@ -255,6 +257,28 @@ fn pan_zoom_and_pick(
     }
     if !dragging {
         drag.last = None;
+    }
+}
+
+/// A replay's radio deliveries of the last steps, as lines from sender to receiver fading with
+/// age (the live run's flashes, from the recording).
+fn draw_replayed_radio(
+    mut gizmos: Gizmos,
+    replay: Res<crate::record::replay::Replay>,
+    robots: Query<(&Name, &Transform), With<Robot>>,
+) {
+    let f = &replay.frame;
+    if f.deliveries.is_empty() {
+        return;
+    }
+    let at: std::collections::HashMap<&str, Vec2> =
+        robots.iter().map(|(n, t)| (n.as_str(), t.translation.truncate())).collect();
+    let window = crate::record::reader::DELIVERY_WINDOW as f32;
+    for (step, d) in &f.deliveries {
+        let age = f.step.step.saturating_sub(*step) as f32;
+        if let (Some(a), Some(b)) = (at.get(d.from.as_str()), at.get(d.to.as_str())) {
+            gizmos.line_2d(*a, *b, palette::PARTNER.with_alpha(1.0 - age / (window + 1.0)));
+        }
     }
 }
 

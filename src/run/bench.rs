@@ -70,6 +70,19 @@ pub fn run_bench(
     steps: u64,
     seed: u64,
     options: BenchOptions,
+    progress: impl FnMut(u64),
+) -> BenchResult {
+    run_bench_with(robots, steps, seed, options, |_, _| {}, progress)
+}
+
+/// As [`run_bench`], with `setup` given the app and its scene before the timing starts (to
+/// record the run, for example).
+pub fn run_bench_with(
+    robots: usize,
+    steps: u64,
+    seed: u64,
+    options: BenchOptions,
+    setup: impl FnOnce(&mut App, &SceneFile),
     mut progress: impl FnMut(u64),
 ) -> BenchResult {
     let BenchOptions { comms, network } = options;
@@ -79,12 +92,15 @@ pub fn run_bench(
     if comms || network {
         scene.comms.range = Some(BENCH_RADIO_RANGE);
     }
-    let mut app = headless_app(scene, SceneSource::Generated);
+    let mut app = headless_app(scene.clone(), SceneSource::Generated);
+    setup(&mut app, &scene);
     if comms {
         app.add_systems(FixedUpdate, chatter.in_set(ThinkSystems::Receive));
     }
     let start = Instant::now();
     run_in_chunks(&mut app, steps, 10, &mut progress);
+    // A recording is part of the run: its last chunk is written within the time.
+    app.world_mut().resource_mut::<crate::record::Recorder>().finish(false);
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let deliveries = app.world().resource::<Radio>().0.stats.delivered;
     BenchResult {

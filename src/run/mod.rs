@@ -13,6 +13,7 @@ pub mod physics;
 pub mod report;
 pub mod signals;
 pub mod until;
+pub mod verify;
 
 pub use load::load_now;
 
@@ -32,5 +33,6 @@ impl Plugin for SimPlugin {
         crate::comms::plugin(app);
         crate::skills::plugin(app);
         crate::control::plugin(app);
+        crate::record::plugin(app);
     }
 }

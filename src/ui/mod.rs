@@ -32,6 +32,7 @@ struct OpenField(String);
 
 mod network;
 mod radio;
+pub mod timeline;
 
 /// The panel's colours.
 pub mod palette {
@@ -57,6 +58,7 @@ pub mod palette {
 
 pub fn plugin(app: &mut App) {
     radio::plugin(app);
+    timeline::plugin(app);
     app.init_resource::<OpenField>()
         .add_systems(Update, keyboard_shortcuts)
         .add_systems(EguiPrimaryContextPass, (control_panel, world_labels).chain());
@@ -192,6 +194,7 @@ fn control_panel(
     mut bots: BotManagerView,
     mut controllers: ControllerViews,
     mut radio_view: RadioView,
+    mut record: timeline::RecordView,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
@@ -205,7 +208,13 @@ fn control_panel(
             scene_section(ui, &mut scene);
             ui.separator();
             emergency_stop(ui, &mut bots.estop);
-            run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
+            if record.replay.is_none() {
+                run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
+            } else {
+                ui.label(format!("step {}   hash {}", time.step, hash.hex()));
+            }
+            ui.separator();
+            timeline::section(ui, &mut record, scene.active.as_deref(), &time);
             ui.separator();
             let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
             ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));

@@ -247,6 +247,27 @@ impl Network {
         }
     }
 
+    /// Every node's degree by [`NodeId`], `None` where the node does not exist (recordings).
+    pub fn degrees(&self) -> impl Iterator<Item = Option<f32>> + '_ {
+        self.nodes.iter().map(|n| n.map(|n| n.degree))
+    }
+
+    /// Shows recorded degrees (replay): the nodes that existed with their degrees, the links
+    /// between them, and no change pending. Never used while the network runs.
+    pub fn show_degrees(&mut self, degrees: &[Option<f32>]) {
+        for (id, slot) in self.nodes.iter_mut().enumerate() {
+            *slot = degrees.get(id).copied().flatten().map(|degree| Node { degree, signal: Signal::None });
+        }
+        self.links.clear();
+        self.pending.clear();
+        let catalog = Arc::clone(&self.catalog);
+        for l in catalog.links.iter() {
+            if self.nodes[l.from].is_some() && self.nodes[l.to].is_some() {
+                self.link(*l);
+            }
+        }
+    }
+
     /// Links a node's outputs to the nodes of its structure links that already exist.
     fn connect_outputs_to_existing(&mut self, node: NodeId) {
         let catalog = Arc::clone(&self.catalog);

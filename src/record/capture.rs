@@ -1,0 +1,393 @@
+//! Taking the record stream from the running world: after every step, the poses and state of
+//! robots and pens, what happened (bumps, skills, sonars, grips, boxes, radio), the networks'
+//! degrees and the explorers' maps where they changed, the inputs from outside, and every
+//! [`KEYFRAME_EVERY`] steps the full state a reader starts from. The records go to every sink:
+//! a file writer, the viewer server.
+
+use std::collections::HashMap;
+
+use bevy::prelude::*;
+
+use super::format::Event;
+use super::format::*;
+use super::inputs::InputLog;
+use crate::comms::{RadioIn, RadioLog};
+use crate::control::explore::{CellState, Explorer};
+use crate::control::network::NetworkController;
+use crate::robot::{AppliedDrive, Battery, BumpEvent, BumpSensor, DriveCommand, GripCommand, LampState, Robot, pose};
+use crate::sim::{RobotOrder, SimTime, TrajectoryHash};
+use crate::skills::{SkillCompleted, SkillStarted};
+use crate::world::{Boxed, Held, Pen, Sonar};
+
+/// Where records go: a file, a viewer connection.
+pub trait Sink: Send + Sync {
+    /// Takes one record; an error ends this sink (the run goes on).
+    fn write(&mut self, record: &Record) -> Result<(), String>;
+    /// The run ended after `end`; finish the output.
+    fn finish(&mut self, end: &EndMeta) -> Result<(), String>;
+    fn name(&self) -> String;
+}
+
+/// The recorder: its sinks and what it remembers between steps to write only changes.
+#[derive(Resource, Default)]
+pub struct Recorder {
+    pub sinks: Vec<Box<dyn Sink>>,
+    /// Errors of sinks that stopped, for the panel and the command line.
+    pub errors: Vec<String>,
+    /// Steps recorded so far.
+    pub steps: u64,
+    pub last_step: Option<u64>,
+    /// The trajectory hash after the last recorded step.
+    pub last_hash: String,
+    /// Skill events of the step being run.
+    pending: Vec<Event>,
+    last_holder: Vec<i32>,
+    last_inside: Vec<Vec<Entity>>,
+    last_degrees: HashMap<u32, Vec<i8>>,
+    last_explorer: HashMap<u32, ExplorerRecord>,
+    robots: RobotsRecord,
+}
+
+impl Recorder {
+    pub fn active(&self) -> bool {
+        !self.sinks.is_empty()
+    }
+
+    /// Starts recording into `sink` (the first sink resets what the recorder remembers, so the
+    /// first step recorded is written in full).
+    pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
+        if self.sinks.is_empty() {
+            let errors = std::mem::take(&mut self.errors);
+            *self = Recorder { errors, ..default() };
+        }
+        self.sinks.push(sink);
+    }
+
+    /// Sends a record to every sink, dropping the sinks that fail.
+    pub fn emit(&mut self, record: &Record) {
+        let errors = &mut self.errors;
+        self.sinks.retain_mut(|s| match s.write(record) {
+            Ok(()) => true,
+            Err(e) => {
+                let e = format!("{}: {e}", s.name());
+                warn!("recording: {e}");
+                errors.push(e);
+                false
+            }
+        });
+    }
+
+    /// Finishes every sink (the run is over or recording stops).
+    pub fn finish(&mut self, interrupted: bool) {
+        let end = EndMeta {
+            steps: self.steps,
+            last_step: self.last_step.unwrap_or(0),
+            hash: self.last_hash.clone(),
+            interrupted,
+        };
+        for mut s in std::mem::take(&mut self.sinks) {
+            if let Err(e) = s.finish(&end) {
+                let e = format!("{}: {e}", s.name());
+                warn!("recording: {e}");
+                self.errors.push(e);
+            }
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(channel: Channel, step: u64, value: &T) -> Record {
+    Record { channel, step, data: serde_json::to_vec(value).unwrap_or_default() }
+}
+
+pub(super) fn skill_started(e: On<SkillStarted>, names: Query<&Name>, mut rec: ResMut<Recorder>) {
+    if rec.active() {
+        let robot = names.get(e.bot).map(|n| n.to_string()).unwrap_or_default();
+        rec.pending.push(Event::SkillStarted { robot, group: e.group.name().into(), skill: e.skill.into() });
+    }
+}
+
+pub(super) fn skill_completed(e: On<SkillCompleted>, names: Query<&Name>, mut rec: ResMut<Recorder>) {
+    if rec.active() {
+        let robot = names.get(e.bot).map(|n| n.to_string()).unwrap_or_default();
+        rec.pending.push(Event::SkillCompleted {
+            robot,
+            group: e.group.name().into(),
+            skill: e.skill.into(),
+            replaced: e.replaced,
+        });
+    }
+}
+
+/// What a step's capture reads of robots.
+type RobotItem<'a> =
+    (&'a Transform, &'a DriveCommand, &'a AppliedDrive, &'a Battery, &'a BumpSensor, &'a GripCommand, &'a LampState);
+
+/// The letter of a map cell's state in records.
+pub fn cell_letter(s: CellState) -> char {
+    match s {
+        CellState::Unexplored => '?',
+        CellState::Free => '.',
+        CellState::Obstacle => '#',
+        CellState::Danger => '!',
+    }
+}
+
+pub fn cell_state(c: char) -> Option<CellState> {
+    Some(match c {
+        '?' => CellState::Unexplored,
+        '.' => CellState::Free,
+        '#' => CellState::Obstacle,
+        '!' => CellState::Danger,
+        _ => return None,
+    })
+}
+
+fn moves(m: impl Iterator<Item = crate::control::explore::Move>) -> String {
+    m.map(|m| m.letter()).collect()
+}
+
+/// An explorer's state as recorded, without the map changes.
+fn explorer_state(step: u64, robot: &str, ex: &Explorer) -> ExplorerRecord {
+    ExplorerRecord {
+        step,
+        robot: robot.to_string(),
+        cell: [ex.cell.x, ex.cell.y],
+        dir: format!("{:?}", ex.dir),
+        phase: format!("{:?}", ex.phase),
+        changed: Vec::new(),
+        outbound: moves(ex.outbound.iter().copied()),
+        plan: moves(ex.plan.iter().copied()),
+        map: None,
+    }
+}
+
+/// The map as rows of letters, top row first.
+pub fn map_rows(ex: &Explorer) -> Vec<String> {
+    let m = &ex.map;
+    (-1..=m.rows)
+        .rev()
+        .map(|y| (-1..=m.cols).map(|x| cell_letter(m.get(crate::control::explore::Cell::new(x, y)))).collect())
+        .collect()
+}
+
+/// After every step: the records of the step just run.
+pub(super) fn capture(
+    time: Res<SimTime>,
+    hash: Res<TrajectoryHash>,
+    order: Res<RobotOrder>,
+    mut rec: ResMut<Recorder>,
+    mut inputs: ResMut<InputLog>,
+    mut radio_log: ResMut<RadioLog>,
+    mut bumps: MessageReader<BumpEvent>,
+    robots: Query<RobotItem, With<Robot>>,
+    robot_info: Query<(&Name, &Robot)>,
+    names: Query<&Name>,
+    pens: Query<(Entity, &Transform, &Pen, Option<&Held>, Option<&Boxed>)>,
+    sonars: Query<(&Name, &Sonar)>,
+    inboxes: Query<(&Name, &RadioIn)>,
+    networks: Query<(&Robot, &Name, &NetworkController)>,
+    explorers: Query<(&Robot, &Name, &Explorer)>,
+    pen_order: Res<PenOrder>,
+) {
+    if !rec.active() {
+        bumps.clear();
+        radio_log.enabled = false;
+        return;
+    }
+    radio_log.enabled = true;
+    let step = time.step;
+    let rec = &mut *rec;
+    let first = rec.last_step.is_none();
+    rec.steps += 1;
+    rec.last_step = Some(step);
+    let name = |e: Entity| names.get(e).map(|n| n.to_string()).unwrap_or_default();
+
+    // /step
+    let mut inside: Vec<Vec<Entity>> = Vec::new();
+    let mut events = std::mem::take(&mut rec.pending);
+    let mut sonar_order: Vec<(&Name, &Sonar)> = sonars.iter().collect();
+    sonar_order.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (i, (sname, s)) in sonar_order.iter().enumerate() {
+        let now: Vec<Entity> = s.inside.iter().map(|(e, _)| *e).collect();
+        for e in &now {
+            if !rec.last_inside.get(i).is_some_and(|prev| prev.contains(e)) {
+                events.push(Event::Sonar { sonar: sname.to_string(), robot: name(*e) });
+            }
+        }
+        inside.push(now);
+    }
+    let sonars_inside = inside.iter().map(|v| v.len() as u32).collect();
+    rec.last_inside = inside;
+    rec.last_hash = hash.hex();
+    let step_record =
+        StepRecord { step, time: time.seconds() + time.dt_exact, hash: hash.hex(), sonars: sonars_inside };
+    rec.emit(&json(Channel::Step, step, &step_record));
+
+    // /robots
+    let mut r = std::mem::take(&mut rec.robots);
+    r.clear();
+    r.step = step;
+    for &e in &order.0 {
+        let Ok((t, cmd, applied, battery, bump, grip, lamp)) = robots.get(e) else { continue };
+        let (p, heading) = pose(t);
+        r.x.push(mm(p.x));
+        r.y.push(mm(p.y));
+        r.heading.push(mm(heading));
+        r.cmd_linear.push(mm(cmd.linear));
+        r.cmd_angular.push(mm(cmd.angular));
+        r.linear.push(mm(applied.linear));
+        r.angular.push(mm(applied.angular));
+        r.battery.push((battery.level() * 1000.0).round() as i32);
+        let mut f = 0;
+        if bump.is_touching() {
+            f |= flags::TOUCHING;
+        }
+        if grip.close {
+            f |= flags::GRIP_CLOSED;
+        }
+        if lamp.on {
+            f |= flags::LAMP;
+        }
+        if battery.charging {
+            f |= flags::CHARGING;
+        }
+        r.flags.push(f);
+    }
+    rec.emit(&json(Channel::Robots, step, &r));
+    rec.robots = r;
+
+    // /pens, and grips, releases and boxes from the holders' changes
+    let index_of = |e: Entity| robot_info.get(e).map(|(_, r)| r.index as i32).unwrap_or(PEN_FREE);
+    let mut p = PensRecord { step, ..default() };
+    for &e in &pen_order.0 {
+        let Ok((_, t, _, held, boxed)) = pens.get(e) else { continue };
+        p.x.push(mm(t.translation.x));
+        p.y.push(mm(t.translation.y));
+        p.holder.push(match (held, boxed) {
+            (_, Some(_)) => PEN_BOXED,
+            (Some(h), None) => index_of(h.by),
+            (None, None) => PEN_FREE,
+        });
+    }
+    if !first {
+        for (i, (&now, &before)) in p.holder.iter().zip(&rec.last_holder).enumerate() {
+            if now == before {
+                continue;
+            }
+            let pen = pen_order.0.get(i).map(|&e| name(e)).unwrap_or_default();
+            let robot_name = |idx: i32| order.0.get(idx as usize).map(|&e| name(e)).unwrap_or_default();
+            if before >= 0 && now != before {
+                events.push(Event::Released { robot: robot_name(before), pen: pen.clone() });
+            }
+            if now >= 0 {
+                events.push(Event::Gripped { robot: robot_name(now), pen: pen.clone() });
+            }
+            if now == PEN_BOXED {
+                let container = pen_order
+                    .0
+                    .get(i)
+                    .and_then(|&e| pens.get(e).ok())
+                    .and_then(|(.., b)| b.map(|b| name(b.container)))
+                    .unwrap_or_default();
+                events.push(Event::Boxed { pen, container });
+            }
+        }
+    }
+    rec.last_holder = p.holder.clone();
+    rec.emit(&json(Channel::Pens, step, &p));
+
+    // /events
+    for b in bumps.read().filter(|b| b.step == step) {
+        events.push(Event::Bump { robot: name(b.robot), other: name(b.other) });
+    }
+    if !events.is_empty() {
+        rec.emit(&json(Channel::Events, step, &EventsRecord { step, events }));
+    }
+
+    // /radio
+    let mut radio = RadioRecord { step, ..default() };
+    for (from, to, sent) in radio_log.sends.drain(..) {
+        radio.sent.push(RadioSend {
+            from,
+            to: to.unwrap_or_else(|| "*".into()),
+            queued: sent.queued,
+            dropped: sent.dropped.iter().map(|(c, n)| (c.name().to_string(), *n)).collect(),
+        });
+    }
+    for &e in &order.0 {
+        let Ok((to, inbox)) = inboxes.get(e) else { continue };
+        for m in &inbox.0 {
+            radio.delivered.push(RadioDelivery { to: to.to_string(), from: m.sender.clone(), sent_step: m.sent_step });
+        }
+    }
+    if !(radio.sent.is_empty() && radio.delivered.is_empty()) {
+        rec.emit(&json(Channel::Radio, step, &radio));
+    }
+
+    // /network and /explorer, where they changed
+    let keyframe = first || step.is_multiple_of(KEYFRAME_EVERY);
+    let mut key = KeyframeRecord { step, ..default() };
+    let mut nets: Vec<_> = networks.iter().collect();
+    nets.sort_by_key(|(r, ..)| r.index);
+    for (robot, rname, nc) in nets {
+        let degrees: Vec<i8> = nc.brain.net.degrees().map(degree_percent).collect();
+        let record = NetworkRecord { step, robot: rname.to_string(), degrees };
+        if rec.last_degrees.get(&robot.index) != Some(&record.degrees) {
+            rec.emit(&json(Channel::Network, step, &record));
+            rec.last_degrees.insert(robot.index, record.degrees.clone());
+        }
+        if keyframe {
+            key.networks.push(record);
+        }
+    }
+    let mut exs: Vec<_> = explorers.iter().collect();
+    exs.sort_by_key(|(r, ..)| r.index);
+    for (robot, rname, ex) in exs {
+        let mut state = explorer_state(step, rname.as_str(), ex);
+        let rows = map_rows(ex);
+        let before = rec.last_explorer.get(&robot.index);
+        if let Some(before) = before {
+            let old = before.map.as_deref().unwrap_or_default();
+            let m = &ex.map;
+            for (row_i, (new_row, old_row)) in rows.iter().zip(old).enumerate() {
+                if new_row == old_row {
+                    continue;
+                }
+                let y = m.rows - row_i as i32;
+                for (col_i, (a, b)) in new_row.chars().zip(old_row.chars()).enumerate() {
+                    if a != b {
+                        state.changed.push((col_i as i32 - 1, y, a));
+                    }
+                }
+            }
+        }
+        let same = before.is_some_and(|b| {
+            state.changed.is_empty()
+                && b.cell == state.cell
+                && b.dir == state.dir
+                && b.phase == state.phase
+                && b.outbound == state.outbound
+                && b.plan == state.plan
+        });
+        if !same {
+            rec.emit(&json(Channel::Explorer, step, &state));
+        }
+        if keyframe {
+            key.explorers.push(ExplorerRecord { changed: Vec::new(), map: Some(rows.clone()), ..state.clone() });
+        }
+        rec.last_explorer.insert(robot.index, ExplorerRecord { map: Some(rows), changed: Vec::new(), ..state });
+    }
+    if keyframe {
+        rec.emit(&json(Channel::Keyframe, step, &key));
+    }
+
+    // /inputs
+    let taken = std::mem::take(&mut inputs.current);
+    if !taken.is_empty() {
+        rec.emit(&json(Channel::Inputs, step, &InputsRecord { step, ..taken }));
+    }
+}
+
+/// Pens in scene order (their entities), kept by the recorder and the replay.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct PenOrder(pub Vec<Entity>);

@@ -1,0 +1,178 @@
+//! `crsim verify`: runs a recording's scene and seed again, with the recorded inputs from
+//! outside put back at their steps, and compares the trajectory hash after every step. It says
+//! "identical", or the first step where the hashes part and the first robot whose recorded pose
+//! differs from the new one by a millimetre or more.
+
+use std::sync::{Arc, Mutex};
+
+use bevy::prelude::*;
+
+use super::headless::{headless_app_with, run_steps};
+use crate::record::format::{Channel, EndMeta, InputsRecord, Record, RobotsRecord, StepRecord};
+use crate::record::{InputLog, Recorder, Recording, Sink, recorded_scene, without_outside_drivers};
+use crate::scene::{SceneFile, SceneSource};
+
+/// Steps run between comparisons.
+const CHUNK: u64 = 500;
+/// How far past the first differing hash verify looks for a robot that moved differently.
+const LOOK_AHEAD: u64 = 500;
+
+/// What verify found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Every recorded step gave the recorded hash.
+    Identical { steps: u64, hash: String },
+    /// The hashes part at `step`.
+    Differs {
+        step: u64,
+        recorded: String,
+        now: String,
+        /// The first robot (by step, then robot order) whose pose differs by a millimetre or
+        /// more: its name, the step, and the recorded and new positions in metres.
+        robot: Option<(String, u64, [f32; 2], [f32; 2])>,
+    },
+}
+
+impl Verdict {
+    /// The line `crsim verify` prints.
+    pub fn describe(&self) -> String {
+        match self {
+            Verdict::Identical { steps, hash } => format!("identical: {steps} steps, trajectory hash {hash}"),
+            Verdict::Differs { step, recorded, now, robot } => {
+                let mut s = format!("differs: first at step {step} (hash recorded {recorded}, now {now})");
+                match robot {
+                    Some((name, at, a, b)) => s.push_str(&format!(
+                        "; robot {name} is the first to move differently, at step {at}: recorded ({:.3}, {:.3}), now ({:.3}, {:.3})",
+                        a[0], a[1], b[0], b[1]
+                    )),
+                    None => s.push_str(&format!(
+                        "; no robot's pose differs by a millimetre within {LOOK_AHEAD} steps of it"
+                    )),
+                }
+                s
+            }
+        }
+    }
+}
+
+/// Keeps the records of the new run that verify compares.
+struct Collect(Arc<Mutex<Vec<Record>>>);
+
+impl Sink for Collect {
+    fn write(&mut self, record: &Record) -> Result<(), String> {
+        if matches!(record.channel, Channel::Step | Channel::Robots) {
+            self.0.lock().map_err(|_| "poisoned")?.push(record.clone());
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _: &EndMeta) -> Result<(), String> {
+        Ok(())
+    }
+    fn name(&self) -> String {
+        "verify".into()
+    }
+}
+
+/// Runs the recording again; `scene` replaces the recorded scene (to see where an edit makes
+/// a run part from the recording). `progress` gets the steps done.
+pub fn verify(
+    rec: &mut Recording,
+    scene: Option<SceneFile>,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Verdict, String> {
+    let (first, last) = rec.steps();
+    if rec.meta.first_step != 0 || first != 0 {
+        return Err(format!(
+            "{} starts at step {first}, in the middle of a run: verify runs a scene from its start, so it needs a \
+             recording made from step 0",
+            rec.path.display()
+        ));
+    }
+    let scene = match scene {
+        Some(s) => s,
+        None => recorded_scene(&rec.meta)?,
+    };
+    let scene = without_outside_drivers(scene);
+    let script: std::collections::BTreeMap<u64, InputsRecord> =
+        rec.read::<InputsRecord>(Channel::Inputs, first, last)?.into_iter().map(|r| (r.step, r)).collect();
+    let collected = Arc::new(Mutex::new(Vec::new()));
+    let sink = Collect(Arc::clone(&collected));
+    let mut app = headless_app_with(scene, SceneSource::Generated, move |app| {
+        app.insert_resource(InputLog::replaying(script));
+    });
+    app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink));
+    let total = last + 1;
+    let mut done = 0;
+    while done < total {
+        let n = CHUNK.min(total - done);
+        run_steps(&mut app, n);
+        let from = done;
+        done += n;
+        progress(done, total);
+        let now: Vec<Record> = std::mem::take(&mut *collected.lock().map_err(|_| "poisoned")?);
+        let recorded: Vec<StepRecord> = rec.read(Channel::Step, from, done - 1)?;
+        let new_steps = steps_of(&now);
+        for r in &recorded {
+            let Some(n) = new_steps.iter().find(|s| s.step == r.step) else { continue };
+            if n.hash != r.hash {
+                return Ok(first_difference(rec, &mut app, &collected, now, r, &n.hash));
+            }
+        }
+        if crate::run::signals::requested() {
+            return Err(format!("stopped at step {done}: every step so far is identical"));
+        }
+    }
+    let hash = rec.end.as_ref().map(|e| e.hash.clone()).unwrap_or_default();
+    let final_hash = app.world().resource::<crate::sim::TrajectoryHash>().hex();
+    if !hash.is_empty() && rec.end.as_ref().is_some_and(|e| e.last_step == last) && final_hash != hash {
+        return Ok(Verdict::Differs { step: last, recorded: hash, now: final_hash, robot: None });
+    }
+    Ok(Verdict::Identical { steps: total, hash: final_hash })
+}
+
+fn steps_of(records: &[Record]) -> Vec<StepRecord> {
+    records.iter().filter(|r| r.channel == Channel::Step).filter_map(|r| serde_json::from_slice(&r.data).ok()).collect()
+}
+
+fn robots_of(records: &[Record]) -> Vec<RobotsRecord> {
+    records
+        .iter()
+        .filter(|r| r.channel == Channel::Robots)
+        .filter_map(|r| serde_json::from_slice(&r.data).ok())
+        .collect()
+}
+
+/// The hashes part at `at`: run on a little and find the first robot that moved differently.
+fn first_difference(
+    rec: &mut Recording,
+    app: &mut App,
+    collected: &Arc<Mutex<Vec<Record>>>,
+    mut now: Vec<Record>,
+    at: &StepRecord,
+    new_hash: &str,
+) -> Verdict {
+    let (_, last) = rec.steps();
+    let until = (at.step + LOOK_AHEAD).min(last);
+    let have = steps_of(&now).last().map_or(0, |s| s.step);
+    if until > have {
+        run_steps(app, until - have);
+        if let Ok(mut more) = collected.lock() {
+            now.append(&mut more);
+        }
+    }
+    let recorded: Vec<RobotsRecord> = rec.read(Channel::Robots, at.step, until).unwrap_or_default();
+    let new = robots_of(&now);
+    let mut robot = None;
+    'steps: for r in &recorded {
+        let Some(n) = new.iter().find(|n| n.step == r.step) else { continue };
+        for i in 0..r.x.len().min(n.x.len()) {
+            if r.x[i] != n.x[i] || r.y[i] != n.y[i] || r.heading[i] != n.heading[i] {
+                let name = rec.meta.robots.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+                let m = |v: i32| v as f32 / 1000.0;
+                robot = Some((name, r.step, [m(r.x[i]), m(r.y[i])], [m(n.x[i]), m(n.y[i])]));
+                break 'steps;
+            }
+        }
+    }
+    Verdict::Differs { step: at.step, recorded: at.hash.clone(), now: new_hash.to_string(), robot }
+}
