@@ -9,7 +9,8 @@
 //! | floor | folders | what lives there |
 //! |---|---|---|
 //! | top | `ui/`, `render/` | the control panel; drawing (presentation only) |
-//! | 4 | `run/`, `record/`, `experiment/` | scene loading, physics initialisation, headless runner, bench, report, hot reload; recording, replay, verify and the viewer stream; sweeps |
+//! | 5 | `run/`, `experiment/` | scene loading, physics initialisation, headless runner, bench, report, hot reload, verify; sweeps |
+//! | 4 | `record/` | the record stream: capture, inputs from outside, MCAP writer and reader, viewer protocol, replay |
 //! | 3 | `control/` | every controller: simple, explorer, behaviour network, remote |
 //! | 2 | `skills/` | skill slots and executors between controllers and the bot link |
 //! | 1 | `botlink/`, `comms/` | the bot manager and its packets; the radio |

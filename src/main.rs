@@ -948,6 +948,10 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
         eprintln!("--robots {robots}: at most {MAX_BENCH_ROBOTS} robots");
         return ExitCode::from(2);
     }
+    if let Some(Err(e)) = record.map(crsim::record::writer::check_target) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let bar = progress_bar(steps);
     let mut failed = None;
     let setup = |app: &mut App, scene: &SceneFile| {

@@ -216,9 +216,6 @@ fn show(
     mut networks: Query<(&Name, &mut NetworkController)>,
     mut explorers: Query<(&Name, &mut Explorer)>,
 ) {
-    if !replay.is_changed() {
-        return;
-    }
     let f = &replay.frame;
     if f.robots.is_empty() && f.step.hash.is_empty() {
         return;

@@ -41,6 +41,16 @@ pub fn part_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// Whether a recording can go to `path` (its folder exists), checked before a run starts.
+pub fn check_target(path: &Path) -> Result<(), String> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => {
+            Err(format!("cannot record to {}: folder {} does not exist", path.display(), dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 type McapWriter = mcap::Writer<BufWriter<File>>;
 
 fn open_writer(part: &Path, meta: &RunMeta) -> Result<(McapWriter, BTreeMap<Channel, u16>), String> {
@@ -106,11 +116,7 @@ fn write_loop(
 impl FileSink {
     /// Starts a recording of the run `meta` at `path`.
     pub fn create(path: &Path, meta: &RunMeta) -> Result<FileSink, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            return Err(format!("cannot record to {}: folder {} does not exist", path.display(), dir.display()));
-        }
+        check_target(path)?;
         let part = part_path(path);
         let (w, ids) = open_writer(&part, meta)?;
         // A few thousand steps of slack: the simulation waits only when the disk cannot keep up.

@@ -93,7 +93,7 @@ fn export(
         job.requested = false;
         let next = step + job.every;
         if next > t.last {
-            // save_to_disk writes in the capture's observer; give it a frame to finish.
+            // Every capture has been saved (save_to_disk writes in the capture's observer).
             println!("wrote {} frames to {}", job.written, job.dir.display());
             exit.write(AppExit::Success);
             return;
