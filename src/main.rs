@@ -619,11 +619,12 @@ fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option
         eprintln!("--frames: cannot create {}: {e}", dir.display());
         return ExitCode::from(2);
     }
+    let source = SceneSource::Recorded { scene: recording.meta.scene_path.clone(), from: path.display().to_string() };
     let mut replay = Replay::file(recording);
     if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
         t.seek(s as i64);
     }
-    let window = AppWindow { scene, source: SceneSource::Generated, screenshot: None, select: None };
+    let window = AppWindow { scene, source, screenshot: None, select: None };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(replay);
         if let Some(dir) = frames {
@@ -647,7 +648,8 @@ fn view_command(addr: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let window = AppWindow { scene, source: SceneSource::Generated, screenshot: None, select: None };
+    let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
+    let window = AppWindow { scene, source, screenshot: None, select: None };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(Replay::live(client));
     })
@@ -692,6 +694,12 @@ fn inspect_command(path: &Path, step: Option<u64>) -> ExitCode {
                 for (i, name) in m.robots.iter().enumerate().take(10) {
                     let (x, y) = (f.robots.x.get(i).copied().unwrap_or(0), f.robots.y.get(i).copied().unwrap_or(0));
                     println!("  {name}: ({:.3}, {:.3})", x as f64 / 1e3, y as f64 / 1e3);
+                }
+                if m.robots.len() > 10 {
+                    println!("  ... and {} more robots", m.robots.len() - 10);
+                }
+                for e in &f.events {
+                    println!("  event: {e}");
                 }
             }
             Err(e) => {

@@ -409,6 +409,23 @@ pub enum Event {
     },
 }
 
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Bump { robot, other } => write!(f, "{robot} bumped into {other}"),
+            Event::SkillStarted { robot, group, skill } => write!(f, "{robot} started {skill} ({group})"),
+            Event::SkillCompleted { robot, group, skill, replaced } => {
+                let how = if *replaced { "replaced" } else { "completed" };
+                write!(f, "{robot}: {skill} ({group}) {how}")
+            }
+            Event::Sonar { sonar, robot } => write!(f, "{robot} entered sonar {sonar}"),
+            Event::Gripped { robot, pen } => write!(f, "{robot} gripped {pen}"),
+            Event::Released { robot, pen } => write!(f, "{robot} released {pen}"),
+            Event::Boxed { pen, container } => write!(f, "{pen} boxed in {container}"),
+        }
+    }
+}
+
 /// `/events`, written only for steps where something happened.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct EventsRecord {

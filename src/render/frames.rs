@@ -91,7 +91,8 @@ fn export(
     if job.requested && job.captured >= job.written {
         // Saved: on to the next step, or done.
         job.requested = false;
-        let next = step + job.every;
+        // The last step always gets a frame: a run's end is what people look for.
+        let next = if step < t.last { (step + job.every).min(t.last) } else { step + 1 };
         if next > t.last {
             // Every capture has been saved (save_to_disk writes in the capture's observer).
             println!("wrote {} frames to {}", job.written, job.dir.display());

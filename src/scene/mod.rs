@@ -33,6 +33,9 @@ pub enum SceneSource {
     File(PathBuf),
     /// Built by code, for example by `crsim bench`.
     Generated,
+    /// The scene a recording or a watched run holds: its scene file's name, and where it came
+    /// from (a recording's path, a viewer's address). Never reloaded from disk.
+    Recorded { scene: String, from: String },
 }
 
 impl SceneSource {
@@ -42,6 +45,7 @@ impl SceneSource {
             SceneSource::BuiltIn => load::DEFAULT_SCENE_NAME.to_string(),
             SceneSource::File(p) => p.display().to_string(),
             SceneSource::Generated => "<generated>".to_string(),
+            SceneSource::Recorded { scene, from } => format!("{scene}, as recorded in {from}"),
         }
     }
 }

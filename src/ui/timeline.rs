@@ -144,7 +144,10 @@ fn shown(ui: &mut egui::Ui, replay: &mut Replay) {
             let events = &replay.frame.events;
             if !events.is_empty() {
                 for e in events.iter().take(6) {
-                    ui.label(egui::RichText::new(serde_json::to_string(e).unwrap_or_default()).monospace().small());
+                    ui.label(egui::RichText::new(e.to_string()).small());
+                }
+                if events.len() > 6 {
+                    ui.label(egui::RichText::new(format!("… and {} more", events.len() - 6)).small());
                 }
             }
         }
@@ -197,7 +200,8 @@ fn open_requested(
                 recorder.finish(false);
             }
             form.message = r.describe_end();
-            pending.request(scene, SceneSource::Generated);
+            let source = SceneSource::Recorded { scene: r.meta.scene_path.clone(), from: path.display().to_string() };
+            pending.request(scene, source);
             commands.insert_resource(Replay::file(r));
         }
         Err(e) => form.message = Some(e),
