@@ -331,6 +331,12 @@ impl<T: Clone> CommsModel<T> {
         v
     }
 
+    /// Whether the pair parameters are exactly `list` (as [`CommsModel::pairs`] gives them).
+    pub fn pairs_are(&self, list: &[(String, String, PairParams)]) -> bool {
+        self.pairs.len() == list.len()
+            && list.iter().all(|(a, b, p)| self.pairs.get(&(a.clone(), b.clone())) == Some(p))
+    }
+
     /// Replaces every pair's parameters (a recorded change made from outside).
     pub fn replace_pairs(&mut self, pairs: &[(String, String, PairParams)]) {
         self.pairs = pairs.iter().map(|(a, b, p)| ((a.clone(), b.clone()), *p)).collect();

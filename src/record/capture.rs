@@ -5,6 +5,7 @@
 //! a file writer, the viewer server.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bevy::prelude::*;
 
@@ -22,7 +23,7 @@ use crate::world::{Boxed, Held, Pen, Sonar};
 /// Where records go: a file, a viewer connection.
 pub trait Sink: Send + Sync {
     /// Takes one record; an error ends this sink (the run goes on).
-    fn write(&mut self, record: &Record) -> Result<(), String>;
+    fn write(&mut self, record: &Arc<Record>) -> Result<(), String>;
     /// The run ended after `end`; finish the output.
     fn finish(&mut self, end: &EndMeta) -> Result<(), String>;
     fn name(&self) -> String;
@@ -45,7 +46,6 @@ pub struct Recorder {
     last_inside: Vec<Vec<Entity>>,
     last_degrees: HashMap<u32, Vec<i8>>,
     last_explorer: HashMap<u32, ExplorerRecord>,
-    robots: RobotsRecord,
 }
 
 impl Recorder {
@@ -64,9 +64,11 @@ impl Recorder {
     }
 
     /// Sends a record to every sink, dropping the sinks that fail.
-    pub fn emit(&mut self, record: &Record) {
+    pub fn emit(&mut self, record: Record) {
+        // Shared by the sinks: a file's writing thread takes it without a copy.
+        let record = Arc::new(record);
         let errors = &mut self.errors;
-        self.sinks.retain_mut(|s| match s.write(record) {
+        self.sinks.retain_mut(|s| match s.write(&record) {
             Ok(()) => true,
             Err(e) => {
                 let e = format!("{}: {e}", s.name());
@@ -93,10 +95,6 @@ impl Recorder {
             }
         }
     }
-}
-
-fn json<T: serde::Serialize>(channel: Channel, step: u64, value: &T) -> Record {
-    Record { channel, step, data: serde_json::to_vec(value).unwrap_or_default() }
 }
 
 pub(super) fn skill_started(e: On<SkillStarted>, names: Query<&Name>, mut rec: ResMut<Recorder>) {
@@ -221,12 +219,12 @@ pub(super) fn capture(
     rec.last_hash = hash.hex();
     let step_record =
         StepRecord { step, time: time.seconds() + time.dt_exact, hash: hash.hex(), sonars: sonars_inside };
-    rec.emit(&json(Channel::Step, step, &step_record));
+    rec.emit(Record::new(step, Body::Step(step_record)));
 
     // /robots
-    let mut r = std::mem::take(&mut rec.robots);
-    r.clear();
-    r.step = step;
+    let n = order.0.len();
+    let mut r = RobotsRecord { step, ..default() };
+    r.reserve(n);
     for &e in &order.0 {
         let Ok((t, cmd, applied, battery, bump, grip, lamp)) = robots.get(e) else { continue };
         let (p, heading) = pose(t);
@@ -253,8 +251,7 @@ pub(super) fn capture(
         }
         r.flags.push(f);
     }
-    rec.emit(&json(Channel::Robots, step, &r));
-    rec.robots = r;
+    rec.emit(Record::new(step, Body::Robots(r)));
 
     // /pens, and grips, releases and boxes from the holders' changes
     let index_of = |e: Entity| robot_info.get(e).map(|(_, r)| r.index as i32).unwrap_or(PEN_FREE);
@@ -294,14 +291,14 @@ pub(super) fn capture(
         }
     }
     rec.last_holder = p.holder.clone();
-    rec.emit(&json(Channel::Pens, step, &p));
+    rec.emit(Record::new(step, Body::Pens(p)));
 
     // /events
     for b in bumps.read().filter(|b| b.step == step) {
         events.push(Event::Bump { robot: name(b.robot), other: name(b.other) });
     }
     if !events.is_empty() {
-        rec.emit(&json(Channel::Events, step, &EventsRecord { step, events }));
+        rec.emit(Record::new(step, Body::Events(EventsRecord { step, events })));
     }
 
     // /radio
@@ -321,7 +318,7 @@ pub(super) fn capture(
         }
     }
     if !(radio.sent.is_empty() && radio.delivered.is_empty()) {
-        rec.emit(&json(Channel::Radio, step, &radio));
+        rec.emit(Record::new(step, Body::Radio(radio)));
     }
 
     // /network and /explorer, where they changed
@@ -333,8 +330,8 @@ pub(super) fn capture(
         let degrees: Vec<i8> = nc.brain.net.degrees().map(degree_percent).collect();
         let record = NetworkRecord { step, robot: rname.to_string(), degrees };
         if rec.last_degrees.get(&robot.index) != Some(&record.degrees) {
-            rec.emit(&json(Channel::Network, step, &record));
             rec.last_degrees.insert(robot.index, record.degrees.clone());
+            rec.emit(Record::new(step, Body::Network(record.clone())));
         }
         if keyframe {
             key.networks.push(record);
@@ -370,7 +367,7 @@ pub(super) fn capture(
                 && b.plan == state.plan
         });
         if !same {
-            rec.emit(&json(Channel::Explorer, step, &state));
+            rec.emit(Record::new(step, Body::Explorer(state.clone())));
         }
         if keyframe {
             key.explorers.push(ExplorerRecord { changed: Vec::new(), map: Some(rows.clone()), ..state.clone() });
@@ -378,13 +375,13 @@ pub(super) fn capture(
         rec.last_explorer.insert(robot.index, ExplorerRecord { map: Some(rows), changed: Vec::new(), ..state });
     }
     if keyframe {
-        rec.emit(&json(Channel::Keyframe, step, &key));
+        rec.emit(Record::new(step, Body::Keyframe(key)));
     }
 
     // /inputs
     let taken = std::mem::take(&mut inputs.current);
     if !taken.is_empty() {
-        rec.emit(&json(Channel::Inputs, step, &InputsRecord { step, ..taken }));
+        rec.emit(Record::new(step, Body::Inputs(InputsRecord { step, ..taken })));
     }
 }
 

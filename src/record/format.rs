@@ -331,7 +331,8 @@ pub struct RobotsRecord {
 }
 
 impl RobotsRecord {
-    pub fn clear(&mut self) {
+    /// Room in every column for `n` more robots.
+    pub fn reserve(&mut self, n: usize) {
         for v in [
             &mut self.x,
             &mut self.y,
@@ -342,9 +343,9 @@ impl RobotsRecord {
             &mut self.angular,
             &mut self.battery,
         ] {
-            v.clear();
+            v.reserve(n);
         }
-        self.flags.clear();
+        self.flags.reserve(n);
     }
 
     pub fn len(&self) -> usize {
@@ -572,12 +573,95 @@ impl EndMeta {
     }
 }
 
-/// A message of the stream: its channel, step and JSON bytes.
+/// The value of a record, typed. It is encoded to JSON where it is written (a file's writing
+/// thread, a viewer's connection), not on the simulation's thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Step(StepRecord),
+    Robots(RobotsRecord),
+    Pens(PensRecord),
+    Events(EventsRecord),
+    Radio(RadioRecord),
+    Network(NetworkRecord),
+    Explorer(ExplorerRecord),
+    Inputs(InputsRecord),
+    Keyframe(KeyframeRecord),
+}
+
+impl Body {
+    pub fn channel(&self) -> Channel {
+        match self {
+            Body::Step(_) => Channel::Step,
+            Body::Robots(_) => Channel::Robots,
+            Body::Pens(_) => Channel::Pens,
+            Body::Events(_) => Channel::Events,
+            Body::Radio(_) => Channel::Radio,
+            Body::Network(_) => Channel::Network,
+            Body::Explorer(_) => Channel::Explorer,
+            Body::Inputs(_) => Channel::Inputs,
+            Body::Keyframe(_) => Channel::Keyframe,
+        }
+    }
+
+    /// The record's JSON, as it goes into files and to viewers.
+    pub fn encode(&self) -> Vec<u8> {
+        // Room for a typical record up front: growing the buffer copies it again and again.
+        let mut out = Vec::with_capacity(self.size_hint());
+        let w = &mut out;
+        let _ = match self {
+            Body::Step(r) => serde_json::to_writer(w, r),
+            Body::Robots(r) => serde_json::to_writer(w, r),
+            Body::Pens(r) => serde_json::to_writer(w, r),
+            Body::Events(r) => serde_json::to_writer(w, r),
+            Body::Radio(r) => serde_json::to_writer(w, r),
+            Body::Network(r) => serde_json::to_writer(w, r),
+            Body::Explorer(r) => serde_json::to_writer(w, r),
+            Body::Inputs(r) => serde_json::to_writer(w, r),
+            Body::Keyframe(r) => serde_json::to_writer(w, r),
+        };
+        out
+    }
+
+    /// A record of `channel` from its JSON.
+    pub fn decode(channel: Channel, data: serde_json::Value) -> Result<Body, String> {
+        let bad = |e: serde_json::Error| format!("a {} record that does not parse: {e}", channel.topic());
+        let v = data;
+        Ok(match channel {
+            Channel::Step => Body::Step(serde_json::from_value(v).map_err(bad)?),
+            Channel::Robots => Body::Robots(serde_json::from_value(v).map_err(bad)?),
+            Channel::Pens => Body::Pens(serde_json::from_value(v).map_err(bad)?),
+            Channel::Events => Body::Events(serde_json::from_value(v).map_err(bad)?),
+            Channel::Radio => Body::Radio(serde_json::from_value(v).map_err(bad)?),
+            Channel::Network => Body::Network(serde_json::from_value(v).map_err(bad)?),
+            Channel::Explorer => Body::Explorer(serde_json::from_value(v).map_err(bad)?),
+            Channel::Inputs => Body::Inputs(serde_json::from_value(v).map_err(bad)?),
+            Channel::Keyframe => Body::Keyframe(serde_json::from_value(v).map_err(bad)?),
+        })
+    }
+
+    /// About how many bytes the JSON takes.
+    pub fn size_hint(&self) -> usize {
+        match self {
+            Body::Robots(r) => 64 + r.x.len() * 64,
+            Body::Pens(p) => 48 + p.x.len() * 20,
+            Body::Keyframe(_) => 16 * 1024,
+            _ => 256,
+        }
+    }
+}
+
+/// A message of the stream: its step and its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub channel: Channel,
     pub step: u64,
-    pub data: Vec<u8>,
+    pub body: Body,
+}
+
+impl Record {
+    pub fn new(step: u64, body: Body) -> Record {
+        Record { channel: body.channel(), step, body }
+    }
 }
 
 #[cfg(test)]
@@ -591,6 +675,29 @@ mod tests {
             assert_eq!(v["type"], "object", "{c:?}");
             assert_eq!(Channel::from_topic(c.topic()), Some(c));
         }
+    }
+
+    #[test]
+    fn bodies_encode_to_their_channel_and_decode_back() {
+        let mut robots = RobotsRecord { step: 4, ..Default::default() };
+        robots.reserve(2);
+        robots.x.extend([1, -2]);
+        robots.flags.extend([1, 8]);
+        let bodies = [
+            Body::Step(StepRecord { step: 4, time: 0.1, hash: "ab".into(), sonars: vec![2] }),
+            Body::Robots(robots),
+            Body::Events(EventsRecord {
+                step: 4,
+                events: vec![Event::Boxed { pen: "p1".into(), container: "b".into() }],
+            }),
+        ];
+        for b in bodies {
+            let json: serde_json::Value = serde_json::from_slice(&b.encode()).unwrap();
+            assert_eq!(json["step"], 4);
+            assert_eq!(Body::decode(b.channel(), json), Ok(b.clone()));
+        }
+        let e = Body::decode(Channel::Pens, serde_json::json!({"step": "x"})).unwrap_err();
+        assert!(e.contains("a /pens record that does not parse"), "{e}");
     }
 
     #[test]

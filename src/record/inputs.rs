@@ -119,6 +119,26 @@ fn robot_names(order: &RobotOrder, names: &Query<&Name>) -> Vec<String> {
     order.0.iter().map(|&e| names.get(e).map(|n| n.to_string()).unwrap_or_default()).collect()
 }
 
+/// Whether the live parameters are still `last`, checked without building a snapshot.
+fn unchanged(
+    last: &LiveParams,
+    radio: &Radio,
+    estop: bool,
+    order: &RobotOrder,
+    names: &Query<&Name>,
+    explorers: &Query<(&Robot, &mut Explorer)>,
+) -> bool {
+    let model = &radio.0;
+    let robot = |e: Entity| names.get(e).ok().and_then(|n| model.robot(n.as_str())).map(|r| r.params);
+    last.radio == model.system
+        && last.estop == estop
+        && last.robots.len() == order.0.len()
+        && order.0.iter().zip(&last.robots).all(|(&e, p)| robot(e) == *p)
+        && model.pairs_are(&last.pairs)
+        && last.sonar.len() == explorers.iter().len()
+        && explorers.iter().all(|(r, e)| last.sonar.get(&r.index) == Some(&e.sonar_alarm))
+}
+
 /// The start of a step: record changed live parameters, or apply the recorded ones.
 pub(super) fn params_at_step_start(
     time: Res<SimTime>,
@@ -134,6 +154,12 @@ pub(super) fn params_at_step_start(
         InputMode::Off => {}
         InputMode::Record => {
             log.current = InputsRecord { step: time.step, ..default() };
+            // Most steps change nothing: compare in place before building a snapshot.
+            if let Some(last) = &log.last_params
+                && unchanged(last, &radio, estop.engaged, &order, &names, &explorers)
+            {
+                return;
+            }
             let sonar: Vec<(u32, bool)> = explorers.iter().map(|(r, e)| (r.index, e.sonar_alarm)).collect();
             let now = snapshot(&radio, estop.engaged, &robot_names(&order, &names), &sonar);
             if log.last_params.as_ref() != Some(&now) {

@@ -78,42 +78,37 @@ impl StateLine {
 
 /// Applies one streamed record to a viewer's frame.
 pub fn apply_record(frame: &mut Frame, channel: Channel, data: serde_json::Value) -> Result<(), String> {
-    let bad = |e: serde_json::Error| format!("a {} record that does not parse: {e}", channel.topic());
-    match channel {
-        Channel::Step => {
-            frame.step = serde_json::from_value(data).map_err(bad)?;
+    apply_body(frame, &Body::decode(channel, data)?);
+    Ok(())
+}
+
+/// Brings `frame` to the state after `body`, as a viewer keeps it.
+pub fn apply_body(frame: &mut Frame, body: &Body) {
+    match body {
+        Body::Step(s) => {
+            frame.step = s.clone();
             frame.events.clear();
             let now = frame.step.step;
             frame.deliveries.retain(|(s, _)| s + super::reader::DELIVERY_WINDOW >= now);
         }
-        Channel::Robots => frame.robots = serde_json::from_value(data).map_err(bad)?,
-        Channel::Pens => frame.pens = serde_json::from_value(data).map_err(bad)?,
-        Channel::Events => {
-            let e: EventsRecord = serde_json::from_value(data).map_err(bad)?;
-            frame.events.extend(e.events);
+        Body::Robots(r) => frame.robots = r.clone(),
+        Body::Pens(p) => frame.pens = p.clone(),
+        Body::Events(e) => frame.events.extend(e.events.iter().cloned()),
+        Body::Radio(r) => frame.deliveries.extend(r.delivered.iter().map(|d| (r.step, d.clone()))),
+        Body::Network(n) => {
+            frame.networks.insert(n.robot.clone(), n.degrees.clone());
         }
-        Channel::Radio => {
-            let r: RadioRecord = serde_json::from_value(data).map_err(bad)?;
-            frame.deliveries.extend(r.delivered.into_iter().map(|d| (r.step, d)));
-        }
-        Channel::Network => {
-            let n: NetworkRecord = serde_json::from_value(data).map_err(bad)?;
-            frame.networks.insert(n.robot.clone(), n.degrees);
-        }
-        Channel::Explorer => {
-            let e: ExplorerRecord = serde_json::from_value(data).map_err(bad)?;
+        Body::Explorer(e) => {
             if let Some(known) = frame.explorers.get_mut(&e.robot) {
-                apply_explorer(known, e);
+                apply_explorer(known, e.clone());
             }
         }
-        Channel::Keyframe => {
-            let k: KeyframeRecord = serde_json::from_value(data).map_err(bad)?;
-            frame.networks = k.networks.into_iter().map(|n| (n.robot.clone(), n.degrees)).collect();
-            frame.explorers = k.explorers.into_iter().map(|e| (e.robot.clone(), e)).collect();
+        Body::Keyframe(k) => {
+            frame.networks = k.networks.iter().map(|n| (n.robot.clone(), n.degrees.clone())).collect();
+            frame.explorers = k.explorers.iter().map(|e| (e.robot.clone(), e.clone())).collect();
         }
-        Channel::Inputs => {}
+        Body::Inputs(_) => {}
     }
-    Ok(())
 }
 
 struct Client {
@@ -277,19 +272,17 @@ fn pump(c: &mut Client, commands: &mut Vec<ViewerCommand>, log: &mut Vec<String>
 struct ViewerSink(Arc<Mutex<Shared>>);
 
 impl Sink for ViewerSink {
-    fn write(&mut self, record: &Record) -> Result<(), String> {
+    fn write(&mut self, record: &std::sync::Arc<Record>) -> Result<(), String> {
         let Ok(mut shared) = self.0.lock() else { return Err("the viewer server failed".into()) };
         let shared = &mut *shared;
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&record.data) {
-            let _ = apply_record(&mut shared.state, record.channel, v);
-        }
+        apply_body(&mut shared.state, &record.body);
         if shared.clients.is_empty() {
             return Ok(());
         }
         let mut line =
             format!(r#"{{"type":"record","channel":"{}","step":{},"data":"#, record.channel.topic(), record.step)
                 .into_bytes();
-        line.extend_from_slice(&record.data);
+        line.extend_from_slice(&record.body.encode());
         line.extend_from_slice(b"}\n");
         let mut log = Vec::new();
         let mut none = Vec::new();

@@ -1,6 +1,7 @@
 //! Writing recordings: an MCAP file, chunked and zstd-compressed, with a JSON schema per
 //! channel, the run's metadata first and its end (steps, trajectory hash) last. Compression and
-//! writing happen on a thread of their own, so the simulation only encodes JSON.
+//! writing happen on a thread of their own, and so does encoding the records to JSON: the
+//! simulation only hands typed records over, in batches.
 //!
 //! The file is written as `FILE.part` and renamed to `FILE` when finished, so `FILE` is always
 //! a complete recording. A run killed mid-way leaves `FILE.part`, which reads up to its last
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -20,10 +22,14 @@ use super::format::{CHANNELS, Channel, EndMeta, META_END, META_RUN, PROFILE, Rec
 /// step decompresses little.
 const CHUNK_SIZE: u64 = 512 * 1024;
 /// zstd level: the default's ratio at a fraction of higher levels' time.
-const ZSTD_LEVEL: u32 = 3;
+const ZSTD_LEVEL: u32 = 1;
+
+/// Records are handed to the writing thread in batches of about this many bytes: one hand-over
+/// per record cost more in thread wake-ups than the compression itself.
+const BATCH_BYTES: usize = 64 * 1024;
 
 enum Job {
-    Record(Record),
+    Records(Vec<Arc<Record>>),
     Finish(EndMeta),
 }
 
@@ -32,6 +38,9 @@ pub struct FileSink {
     path: PathBuf,
     tx: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<Result<(), String>>>,
+    /// Records not yet handed over, and their size.
+    batch: Vec<Arc<Record>>,
+    batch_bytes: usize,
 }
 
 /// The temporary name a recording has while it is written.
@@ -61,6 +70,9 @@ fn open_writer(part: &Path, meta: &RunMeta) -> Result<(McapWriter, BTreeMap<Chan
         .library(format!("crsim {}", env!("CARGO_PKG_VERSION")))
         .compression(Some(mcap::Compression::Zstd))
         .compression_level(ZSTD_LEVEL)
+        // Compress on the writing thread itself: zstd's own workers (one per core by default)
+        // would take the core the simulation runs on.
+        .compression_threads(0)
         .chunk_size(Some(CHUNK_SIZE))
         .create(BufWriter::with_capacity(1 << 20, file))
         .map_err(err)?;
@@ -86,16 +98,18 @@ fn write_loop(
     let mut sequence = 0u32;
     for job in rx {
         match job {
-            Job::Record(r) => {
-                sequence = sequence.wrapping_add(1);
-                let t = r.step.saturating_mul(dt_ns);
-                let header = mcap::records::MessageHeader {
-                    channel_id: ids[&r.channel],
-                    sequence,
-                    log_time: t,
-                    publish_time: t,
-                };
-                w.write_to_known_channel(&header, &r.data).map_err(err)?;
+            Job::Records(batch) => {
+                for r in batch {
+                    sequence = sequence.wrapping_add(1);
+                    let t = r.step.saturating_mul(dt_ns);
+                    let header = mcap::records::MessageHeader {
+                        channel_id: ids[&r.channel],
+                        sequence,
+                        log_time: t,
+                        publish_time: t,
+                    };
+                    w.write_to_known_channel(&header, &r.body.encode()).map_err(err)?;
+                }
             }
             Job::Finish(end) => {
                 w.write_metadata(&mcap::records::Metadata { name: META_END.into(), metadata: end.to_map() })
@@ -119,15 +133,29 @@ impl FileSink {
         check_target(path)?;
         let part = part_path(path);
         let (w, ids) = open_writer(&part, meta)?;
-        // A few thousand steps of slack: the simulation waits only when the disk cannot keep up.
-        let (tx, rx) = sync_channel(4096);
+        // A few megabytes of slack: the simulation waits only when the disk cannot keep up.
+        let (tx, rx) = sync_channel(64);
         let dt_ns = meta.dt_ns();
         let (p, q) = (part.clone(), path.to_path_buf());
         let thread = std::thread::Builder::new()
             .name("crsim-recorder".into())
             .spawn(move || write_loop(w, ids, dt_ns, rx, p, q))
             .map_err(|e| format!("cannot start the recording thread: {e}"))?;
-        Ok(FileSink { path: path.to_path_buf(), tx: Some(tx), thread: Some(thread) })
+        Ok(FileSink { path: path.to_path_buf(), tx: Some(tx), thread: Some(thread), batch: Vec::new(), batch_bytes: 0 })
+    }
+
+    /// Hands the batch to the writing thread.
+    fn hand_over(&mut self) -> Result<(), String> {
+        let Some(tx) = &self.tx else { return Ok(()) };
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        self.batch_bytes = 0;
+        if tx.send(Job::Records(std::mem::take(&mut self.batch))).is_err() {
+            // The writer stopped: its error says why.
+            return Err(self.join().err().unwrap_or_else(|| "the recording thread stopped".into()));
+        }
+        Ok(())
     }
 
     fn join(&mut self) -> Result<(), String> {
@@ -141,16 +169,20 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
-    fn write(&mut self, record: &Record) -> Result<(), String> {
-        let tx = self.tx.as_ref().ok_or("the recording is finished")?;
-        if tx.send(Job::Record(record.clone())).is_err() {
-            // The writer stopped: its error says why.
-            return Err(self.join().err().unwrap_or_else(|| "the recording thread stopped".into()));
+    fn write(&mut self, record: &Arc<Record>) -> Result<(), String> {
+        if self.tx.is_none() {
+            return Err("the recording is finished".into());
+        }
+        self.batch_bytes += record.body.size_hint();
+        self.batch.push(Arc::clone(record));
+        if self.batch_bytes >= BATCH_BYTES {
+            self.hand_over()?;
         }
         Ok(())
     }
 
     fn finish(&mut self, end: &EndMeta) -> Result<(), String> {
+        self.hand_over()?;
         if let Some(tx) = &self.tx {
             let _ = tx.send(Job::Finish(end.clone()));
         }
@@ -165,6 +197,7 @@ impl Sink for FileSink {
 impl Drop for FileSink {
     fn drop(&mut self) {
         // Unfinished (the app closed while recording): the writer flushes what it has.
+        let _ = self.hand_over();
         let _ = self.join();
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bevy::prelude::*;
 
 use super::headless::{headless_app_with, run_steps};
-use crate::record::format::{Channel, EndMeta, InputsRecord, Record, RobotsRecord, StepRecord};
+use crate::record::format::{Body, Channel, EndMeta, InputsRecord, Record, RobotsRecord, StepRecord};
 use crate::record::{InputLog, Recorder, Recording, Sink, recorded_scene, without_outside_drivers};
 use crate::scene::{SceneFile, SceneSource};
 
@@ -59,9 +59,9 @@ impl Verdict {
 struct Collect(Arc<Mutex<Vec<Record>>>);
 
 impl Sink for Collect {
-    fn write(&mut self, record: &Record) -> Result<(), String> {
+    fn write(&mut self, record: &std::sync::Arc<Record>) -> Result<(), String> {
         if matches!(record.channel, Channel::Step | Channel::Robots) {
-            self.0.lock().map_err(|_| "poisoned")?.push(record.clone());
+            self.0.lock().map_err(|_| "poisoned")?.push(Record::clone(record));
         }
         Ok(())
     }
@@ -131,14 +131,22 @@ pub fn verify(
 }
 
 fn steps_of(records: &[Record]) -> Vec<StepRecord> {
-    records.iter().filter(|r| r.channel == Channel::Step).filter_map(|r| serde_json::from_slice(&r.data).ok()).collect()
+    records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::Step(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn robots_of(records: &[Record]) -> Vec<RobotsRecord> {
     records
         .iter()
-        .filter(|r| r.channel == Channel::Robots)
-        .filter_map(|r| serde_json::from_slice(&r.data).ok())
+        .filter_map(|r| match &r.body {
+            Body::Robots(robots) => Some(robots.clone()),
+            _ => None,
+        })
         .collect()
 }
 
