@@ -11,7 +11,7 @@ use bevy_rapier2d::prelude::*;
 use crate::scene::SceneEntity;
 use crate::scene::schema::RobotSpec;
 use crate::sim::{ActSystems, SenseSystems, SimSystems};
-use crate::world::{PendingPhysics, Seeable, groups, transform2d};
+use crate::world::{DiscRadius, PendingPhysics, Seeable, groups, transform2d};
 
 mod drive;
 mod gripper;
@@ -109,6 +109,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
             SceneEntity,
             Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
             Seeable::Robot,
+            DiscRadius(spec.radius),
             transform2d(pos, spec.pose.2.to_radians()),
             (
                 PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(spec.radius)),

@@ -2,20 +2,20 @@
 //!
 //! - bump: the bodies the robot touches, and a [`BumpEvent`] for each new contact;
 //! - camera: pens, boxes, stations and robots inside the field-of-view cone and range, not hidden
-//!   behind a wall or box, with distance and bearing (rapier's spatial queries, never a scan of
-//!   all robots);
+//!   behind a wall or box, with distance and bearing;
 //! - grip: what the gripper holds and the nearest free pen within reach;
 //! - power: the battery level and whether it is charging.
+//!
+//! Every query goes through the world's [`SpatialIndex`] (a grid), never a scan of all robots.
 
-use bevy::math::bounding::Aabb2d;
 use bevy::prelude::*;
-use bevy_rapier2d::parry::shape::Ball;
-use bevy_rapier2d::prelude::*;
+use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
 use super::{Battery, Gripper, Odometry, Robot, pose, wrap_angle};
 use crate::sim::SimTime;
-use crate::world::{Boxed, Held, Pen, Seeable, groups};
+use crate::world::spatial::{groups_match, seeable_groups};
+use crate::world::{Seeable, SpatialIndex, groups};
 
 /// Bodies closer than this touch, metres.
 pub const TOUCH: f32 = 0.001;
@@ -109,52 +109,39 @@ pub struct PowerSensor {
 }
 
 pub(super) fn sense_bump(
-    rapier: ReadRapierContext,
+    index: Res<SpatialIndex>,
     time: Res<SimTime>,
     mut robots: Query<(Entity, &Robot, &Transform, &CollisionGroups, &mut BumpSensor, &mut Odometry)>,
-    positions: Query<&Transform>,
     mut events: MessageWriter<BumpEvent>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
-    let mut found: Vec<Entity> = Vec::new();
+    let mut found: Vec<(Entity, Vec2)> = Vec::new();
+    let mut blocks: Vec<u32> = Vec::new();
     for (entity, robot, transform, groups, mut bump, mut odo) in &mut robots {
         let (pos, heading) = pose(transform);
-        // What the body really touches: rapier reports contacts from a prediction distance on
-        // and keeps their distances stale once motion is tiny, so the test is geometric.
+        // What the body really touches, geometrically (rapier reports contacts from a
+        // prediction distance on): every solid body it may collide with within TOUCH, and the
+        // direction of the contact (towards the other's nearest point).
         found.clear();
-        let probe = Ball::new(robot.radius + TOUCH);
-        // Only what the body can collide with.
-        let filter = QueryFilter::default().exclude_sensors().exclude_collider(entity).groups(*groups);
-        ctx.intersect_shape(pos, 0.0, &probe, filter, |e| {
-            found.push(e);
-            true
+        let probe = robot.radius + TOUCH;
+        index.discs_touching(pos, probe, |d| {
+            if d.entity != entity && !d.sensor && groups_match(*groups, d.groups) {
+                found.push((d.entity, d.pos - pos));
+            }
         });
-        found.sort();
-        found.dedup();
-        let bearing_of = |other: Entity| {
-            // The contact normal points from the first collider to the second.
-            let normal = ctx.contact_pair(entity, other).and_then(|pair| {
-                let m = pair.manifolds().find(|m| m.num_points() > 0)?;
-                let n = m.normal();
-                Some(if pair.collider1() == Some(entity) { n } else { -n })
-            });
-            // Without a contact point yet, the nearest point of the other body (a long wall's
-            // centre can lie far to the side of where the robot meets it).
-            let only = |e: Entity| e == other;
-            let nearest = || {
-                ctx.project_point(pos, robot.radius + 1.0, true, QueryFilter::default().predicate(&only))
-                    .map(|(_, p)| p.point - pos)
-                    .filter(|d| d.length_squared() > 1e-12)
-            };
-            let towards = normal
-                .filter(|n| n.length_squared() > 0.5)
-                .or_else(nearest)
-                .or_else(|| positions.get(other).ok().map(|t| t.translation.truncate() - pos))
-                .unwrap_or(Vec2::X);
-            wrap_angle(towards.y.atan2(towards.x) - heading)
-        };
+        index.blocks_in(pos - Vec2::splat(probe), pos + Vec2::splat(probe), &mut blocks);
+        for &b in &blocks {
+            let block = &index.blocks[b as usize];
+            let (nearest, distance) = block.nearest(pos);
+            if distance <= probe && groups_match(*groups, block.groups) {
+                // From inside a block (pushed in), away from its centre.
+                let towards = if distance > 1e-6 { nearest - pos } else { block.center - pos };
+                found.push((block.entity, towards));
+            }
+        }
+        found.sort_by_key(|f| f.0);
+        found.dedup_by_key(|f| f.0);
         let mut bumped = false;
-        for &other in found.iter().filter(|o| !bump.touching.contains(o)) {
+        for &(other, _) in found.iter().filter(|o| !bump.touching.contains(&o.0)) {
             bumped = true;
             odo.collisions += 1;
             events.write(BumpEvent { robot: entity, other, step: time.step });
@@ -162,58 +149,78 @@ pub(super) fn sense_bump(
         // Most robots touch nothing most of the time: leave their sensor (and its change tick)
         // alone then. Bearings move while touching, so they are refreshed whenever something is.
         if !found.is_empty() || !bump.touching.is_empty() || bump.bumped != bumped {
-            bump.bearings = found.iter().map(|e| bearing_of(*e)).collect();
-            bump.touching.clone_from(&found);
+            let bearing = |towards: Vec2| {
+                let towards = if towards.length_squared() > 1e-12 { towards } else { Vec2::X };
+                wrap_angle(towards.y.atan2(towards.x) - heading)
+            };
+            bump.bearings = found.iter().map(|f| bearing(f.1)).collect();
+            bump.touching = found.iter().map(|f| f.0).collect();
             bump.bumped = bumped;
         }
     }
 }
 
 pub(super) fn sense_camera(
-    rapier: ReadRapierContext,
+    index: Res<SpatialIndex>,
     time: Res<SimTime>,
     mut robots: Query<(Entity, &Robot, &Transform, &RobotCamera, &mut CameraView)>,
-    targets: Query<(&Transform, &Seeable)>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
-    let seeable = CollisionGroups::new(Group::ALL, groups::PEN | groups::BOX | groups::STATION | groups::ROBOT);
-    let occluders = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
-    let mut candidates: Vec<Entity> = Vec::new();
+    let seeable = seeable_groups();
+    let occluders = groups::WALL | groups::BOX;
+    let mut blocks: Vec<u32> = Vec::new();
     for (entity, robot, transform, camera, mut view) in &mut robots {
         // Stagger refreshes so a period of k spreads the work over k steps.
         if !(time.step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
             continue;
         }
         let (pos, heading) = pose(transform);
-        candidates.clear();
-        let aabb = Aabb2d::new(pos, Vec2::splat(camera.range));
-        ctx.intersect_aabb_conservative(aabb, QueryFilter::default().groups(seeable), |e| {
-            if e != entity {
-                candidates.push(e);
-            }
-            true
-        });
+        let facing = Vec2::from_angle(heading);
+        let half_fov = camera.fov / 2.0;
+        // A cheap test against the cone, a little wider than it: the exact bearing (an atan2)
+        // is computed only for what passes.
+        let cos_wide = (half_fov + 1e-3).min(std::f32::consts::PI).cos();
+        let range = camera.range;
+        let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
+        index.blocks_in(lo, hi, &mut blocks);
         let mut seen = Vec::new();
-        for &target in &candidates {
-            let Ok((t, kind)) = targets.get(target) else {
-                continue;
-            };
-            let rel = t.translation.truncate() - pos;
+        let mut look = |target: Entity, at: Vec2, kind: Seeable| {
+            let rel = at - pos;
             let distance = rel.length();
-            if distance > camera.range || distance <= f32::EPSILON {
-                continue;
+            if distance > range || distance <= f32::EPSILON || rel.dot(facing) < cos_wide * distance {
+                return;
             }
             let bearing = wrap_angle(rel.y.atan2(rel.x) - heading);
-            if bearing.abs() > camera.fov / 2.0 {
-                continue;
+            if bearing.abs() > half_fov {
+                return;
             }
-            // Walls and boxes hide what is behind them (a box does not hide itself).
-            let filter = QueryFilter::only_fixed().exclude_sensors().groups(occluders);
-            let hidden = ctx
-                .cast_ray(pos, rel / distance, distance, true, filter)
-                .is_some_and(|(hit, toi)| hit != target && toi < distance - 1e-3);
+            // Walls and boxes hide what is behind them: the first one the line of sight meets,
+            // unless it is the target itself (a box does not hide itself).
+            let dir = rel / distance;
+            let first = blocks
+                .iter()
+                .map(|&b| &index.blocks[b as usize])
+                .filter(|o| o.groups.memberships.intersects(occluders))
+                .filter_map(|o| Some((o.ray(pos, dir, distance)?, o.entity)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let hidden = first.is_some_and(|(toi, hit)| hit != target && toi < distance - 1e-3);
             if !hidden {
-                seen.push(Sighting { entity: target, kind: *kind, distance, bearing });
+                seen.push(Sighting { entity: target, kind, distance, bearing });
+            }
+        };
+        index.discs_around(pos, range, |d| {
+            if let Some(kind) = d.kind
+                && d.entity != entity
+                && d.groups.memberships.intersects(seeable)
+            {
+                look(d.entity, d.pos, kind);
+            }
+        });
+        for &b in &blocks {
+            let block = &index.blocks[b as usize];
+            if let Some(kind) = block.kind
+                && block.groups.memberships.intersects(seeable)
+            {
+                look(block.entity, block.center, kind);
             }
         }
         seen.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
@@ -222,24 +229,18 @@ pub(super) fn sense_camera(
     }
 }
 
-pub(super) fn sense_grip(
-    rapier: ReadRapierContext,
-    mut robots: Query<(&Robot, &Transform, &Gripper, &mut GripSensor)>,
-    free_pens: Query<(&Transform, &Pen), (Without<Held>, Without<Boxed>, Without<Robot>)>,
-) {
-    let Ok(ctx) = rapier.single() else { return };
-    let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::PEN));
+pub(super) fn sense_grip(index: Res<SpatialIndex>, mut robots: Query<(&Robot, &Transform, &Gripper, &mut GripSensor)>) {
     for (robot, transform, gripper, mut sensor) in &mut robots {
         let front = front_point(transform, robot);
         let mut best: Option<(f32, Entity)> = None;
-        ctx.intersect_aabb_conservative(Aabb2d::new(front, Vec2::splat(gripper.reach)), filter, |pen| {
-            if let Ok((pt, p)) = free_pens.get(pen) {
-                let d = pt.translation.truncate().distance(front) - p.radius;
-                if d <= gripper.reach && best.is_none_or(|b| (d, pen) < b) {
-                    best = Some((d, pen));
+        // Free pens only: held and boxed pens are out of the physics world and the index.
+        index.discs_touching(front, gripper.reach, |d| {
+            if d.kind == Some(Seeable::Pen) {
+                let dist = d.pos.distance(front) - d.radius;
+                if dist <= gripper.reach && best.is_none_or(|b| (dist, d.entity) < b) {
+                    best = Some((dist, d.entity));
                 }
             }
-            true
         });
         let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
         if *sensor != reading {

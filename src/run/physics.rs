@@ -1,6 +1,7 @@
 //! The physics world: rapier stepped in the fixed loop with exactly the scene's `dt`, and the
 //! freshly spawned scene put into it one body at a time, in spawn order.
 
+use bevy::ecs::schedule::ScheduleCleanupPolicy;
 use bevy::ecs::system::SystemId;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
@@ -14,6 +15,18 @@ pub(super) fn plugin(app: &mut App) {
             .with_custom_initialization(RapierContextInitialization::NoAutomaticRapierContext)
             .in_fixed_schedule(),
     );
+    // bevy_rapier also runs its removal sync once per frame in PostUpdate, after all the frame's
+    // steps, and that copy re-enables every collider and body whose `ColliderDisabled` or
+    // `RigidBodyDisabled` was removed during the frame, even when it is back: a pen released
+    // and gripped again within one frame would be held with its collider on. How many steps a
+    // frame runs would then change the trajectory. The copy inside each step sees every removal
+    // made by the step (scene loads build a fresh physics context), so the per-frame one goes.
+    let removed = app.remove_systems_in_set(
+        PostUpdate,
+        bevy_rapier2d::plugin::systems::sync_removals,
+        ScheduleCleanupPolicy::RemoveSystemsOnly,
+    );
+    debug_assert_eq!(removed.ok(), Some(1), "bevy_rapier's per-frame removal sync");
 }
 
 /// A fresh physics context for a scene with step `dt` and `substeps`: rapier's internal arenas

@@ -44,6 +44,8 @@ pub enum SimSystems {
 pub enum SenseSystems {
     /// Bodies that ride along are moved with their carrier (held pens).
     Bodies,
+    /// The spatial index catches up with what changed outside the physics step.
+    Index,
     /// Every sensor reads the world as it now stands.
     Sensors,
 }
@@ -137,7 +139,10 @@ pub(super) fn plugin(app: &mut App) {
             )
                 .chain(),
         )
-        .configure_sets(FixedUpdate, (SenseSystems::Bodies, SenseSystems::Sensors).chain().in_set(SimSystems::Sense))
+        .configure_sets(
+            FixedUpdate,
+            (SenseSystems::Bodies, SenseSystems::Index, SenseSystems::Sensors).chain().in_set(SimSystems::Sense),
+        )
         .configure_sets(FixedUpdate, (ThinkSystems::Receive, ThinkSystems::Control).chain().in_set(SimSystems::Think))
         .configure_sets(
             FixedUpdate,

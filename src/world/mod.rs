@@ -4,13 +4,16 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
+use crate::scene::SceneLoaded;
 use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
 use crate::scene::{SceneEntity, geometry::all_walls};
-use crate::sim::SenseSystems;
+use crate::sim::{LoadSystems, SenseSystems, SimSystems};
 
 mod sonar;
+pub mod spatial;
 
 pub use sonar::{Sonar, SonarEcho, to_arena_edge};
+pub use spatial::{DiscRadius, SpatialIndex};
 
 /// Collision groups, so spatial queries can ask for one kind of object.
 pub mod groups {
@@ -106,7 +109,18 @@ pub enum Seeable {
 pub(super) fn plugin(app: &mut App) {
     app.add_message::<SonarEcho>()
         .insert_resource(Arena { width: 1.0, height: 1.0 })
-        .add_systems(FixedUpdate, sonar::sense_sonars.in_set(SenseSystems::Sensors));
+        .init_resource::<SpatialIndex>()
+        .add_observer(spatial::disc_radius_of_pens)
+        .add_observer(spatial::disc_radius_of_stations)
+        .add_systems(
+            FixedUpdate,
+            (
+                spatial::index_before_sensing.in_set(SenseSystems::Index),
+                sonar::sense_sonars.in_set(SenseSystems::Sensors),
+                spatial::index_after_physics.in_set(SimSystems::Physics).after(PhysicsSet::Writeback),
+            ),
+        )
+        .add_systems(PreUpdate, spatial::forget_on_load.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React));
 }
 
 fn v(p: (f32, f32)) -> Vec2 {

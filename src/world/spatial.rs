@@ -1,0 +1,498 @@
+//! The spatial index every per-robot query goes through: a uniform grid of the discs (robots,
+//! free pens, charging pads) rebuilt after every physics step, and a grid of the fixed
+//! rectangles (walls and boxes) rebuilt only when they change.
+//!
+//! Rapier's BVH answers the same questions, but a query in a tree of all colliders visits a
+//! hundred nodes to return a dozen (its group filters apply only at the leaves), and every
+//! answer goes through a callback and a component lookup. Here a query reads the few cells it
+//! overlaps, and each entry carries what the sensors need (position, radius, kind, groups), so
+//! they never look anything up. The geometry is exact: circles and oriented rectangles, as
+//! rapier has them.
+//!
+//! Entries within a cell keep the order they were added in, and every query's consumer sorts
+//! or picks by a stable key, so answers do not depend on how the grid is laid out.
+
+use bevy::prelude::*;
+use bevy_rapier2d::prelude::{ColliderDisabled, CollisionGroups, Group, Sensor};
+
+use super::{Arena, Pen, PenBox, Seeable, Station, Wall};
+use crate::sim::SimTime;
+
+/// Side of a grid cell, metres: about a camera's range, so a camera query reads a few cells.
+pub const CELL: f32 = 1.0;
+/// No grid has more cells than this along a side (a huge arena gets coarser cells).
+const MAX_CELLS_PER_SIDE: u32 = 4096;
+
+/// A uniform grid of item indices: `starts[c]..starts[c + 1]` of `items` are the items of cell
+/// `c`. An item covering several cells is listed in each.
+#[derive(Debug, Clone, Default)]
+pub struct CellGrid {
+    origin: Vec2,
+    cell: f32,
+    cols: u32,
+    rows: u32,
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl CellGrid {
+    /// A grid over `min..max` with cells of `cell` metres (coarser for a huge area).
+    pub fn new(min: Vec2, max: Vec2, cell: f32) -> Self {
+        let extent = (max - min).max(Vec2::splat(cell));
+        let per_side = (extent / cell).ceil().max(Vec2::ONE);
+        let cell = cell.max(extent.max_element() / MAX_CELLS_PER_SIDE as f32);
+        let (cols, rows) =
+            ((per_side.x as u32).clamp(1, MAX_CELLS_PER_SIDE), (per_side.y as u32).clamp(1, MAX_CELLS_PER_SIDE));
+        Self { origin: min, cell, cols, rows, starts: vec![0; (cols * rows) as usize + 1], items: Vec::new() }
+    }
+
+    /// The cell range `(x0, y0, x1, y1)` (inclusive) that `min..max` overlaps, clamped to the
+    /// grid: what lies outside the arena is kept in its border cells.
+    fn span(&self, min: Vec2, max: Vec2) -> (u32, u32, u32, u32) {
+        let c = |v: f32, n: u32| {
+            let i = ((v) / self.cell).floor();
+            if i.is_nan() || i < 0.0 { 0 } else { (i as u32).min(n - 1) }
+        };
+        let (a, b) = (min - self.origin, max - self.origin);
+        (c(a.x, self.cols), c(a.y, self.rows), c(b.x, self.cols), c(b.y, self.rows))
+    }
+
+    /// Fills the grid with `n` items, item `i` covering the box `bounds(i)`. Items of a cell
+    /// are in index order.
+    pub fn fill(&mut self, n: usize, bounds: impl Fn(usize) -> (Vec2, Vec2)) {
+        let cells = (self.cols * self.rows) as usize;
+        self.starts.clear();
+        self.starts.resize(cells + 1, 0);
+        let spans: Vec<(u32, u32, u32, u32)> = (0..n)
+            .map(|i| {
+                let (lo, hi) = bounds(i);
+                self.span(lo, hi)
+            })
+            .collect();
+        for &(x0, y0, x1, y1) in &spans {
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    self.starts[(y * self.cols + x) as usize + 1] += 1;
+                }
+            }
+        }
+        for c in 0..cells {
+            self.starts[c + 1] += self.starts[c];
+        }
+        self.items.clear();
+        self.items.resize(self.starts[cells] as usize, 0);
+        let mut next: Vec<u32> = self.starts[..cells].to_vec();
+        for (i, &(x0, y0, x1, y1)) in spans.iter().enumerate() {
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    let c = (y * self.cols + x) as usize;
+                    self.items[next[c] as usize] = i as u32;
+                    next[c] += 1;
+                }
+            }
+        }
+    }
+
+    /// Fills the grid with `points` (each in the one cell that holds it); faster than
+    /// [`CellGrid::fill`] for the common case.
+    pub fn fill_points(&mut self, points: impl ExactSizeIterator<Item = Vec2> + Clone) {
+        let cells = (self.cols * self.rows) as usize;
+        self.starts.clear();
+        self.starts.resize(cells + 1, 0);
+        let cell_of: Vec<u32> = points
+            .map(|p| {
+                let (x, y, _, _) = self.span(p, p);
+                y * self.cols + x
+            })
+            .collect();
+        for &c in &cell_of {
+            self.starts[c as usize + 1] += 1;
+        }
+        for c in 0..cells {
+            self.starts[c + 1] += self.starts[c];
+        }
+        self.items.clear();
+        self.items.resize(cell_of.len(), 0);
+        let mut next: Vec<u32> = self.starts[..cells].to_vec();
+        for (i, &c) in cell_of.iter().enumerate() {
+            self.items[next[c as usize] as usize] = i as u32;
+            next[c as usize] += 1;
+        }
+    }
+
+    /// Calls `f` with every item listed in a cell that `min..max` overlaps, cell by cell (an
+    /// item covering several of those cells comes once per cell).
+    #[inline]
+    pub fn for_each(&self, min: Vec2, max: Vec2, mut f: impl FnMut(u32)) {
+        if self.items.is_empty() {
+            return;
+        }
+        let (x0, y0, x1, y1) = self.span(min, max);
+        for y in y0..=y1 {
+            let row = (y * self.cols) as usize;
+            let (from, to) = (self.starts[row + x0 as usize] as usize, self.starts[row + x1 as usize + 1] as usize);
+            // The cells of a row are contiguous, so one slice covers x0..=x1.
+            for &i in &self.items[from..to] {
+                f(i);
+            }
+        }
+    }
+
+    pub fn cell_size(&self) -> f32 {
+        self.cell
+    }
+}
+
+/// A disc in the index: a robot, a free pen or a charging pad.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Disc {
+    pub entity: Entity,
+    pub pos: Vec2,
+    pub radius: f32,
+    pub kind: Option<Seeable>,
+    pub groups: CollisionGroups,
+    /// Sensed, not solid (charging pads).
+    pub sensor: bool,
+}
+
+/// A fixed rectangle in the index: a wall or a box.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Block {
+    pub entity: Entity,
+    pub center: Vec2,
+    pub half: Vec2,
+    /// The rectangle's x axis (cos, sin of its angle).
+    pub axis: Vec2,
+    pub kind: Option<Seeable>,
+    pub groups: CollisionGroups,
+}
+
+impl Block {
+    /// `p` in the rectangle's own frame.
+    #[inline]
+    fn local(&self, p: Vec2) -> Vec2 {
+        let d = p - self.center;
+        Vec2::new(d.dot(self.axis), d.dot(self.axis.perp()))
+    }
+
+    /// The rectangle's nearest point to `p` and the distance to it (0 inside).
+    pub fn nearest(&self, p: Vec2) -> (Vec2, f32) {
+        let l = self.local(p);
+        let q = l.clamp(-self.half, self.half);
+        let world = self.center + self.axis * q.x + self.axis.perp() * q.y;
+        (world, (l - q).length())
+    }
+
+    /// Where a ray from `origin` along the unit `dir` first meets the solid rectangle, within
+    /// `max` metres: 0 from inside.
+    pub fn ray(&self, origin: Vec2, dir: Vec2, max: f32) -> Option<f32> {
+        let o = self.local(origin);
+        let d = Vec2::new(dir.dot(self.axis), dir.dot(self.axis.perp()));
+        let (mut t0, mut t1) = (0.0f32, max);
+        for (o, d, h) in [(o.x, d.x, self.half.x), (o.y, d.y, self.half.y)] {
+            if d.abs() < 1e-12 {
+                if o < -h || o > h {
+                    return None;
+                }
+            } else {
+                let (a, b) = ((-h - o) / d, (h - o) / d);
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                t0 = t0.max(a);
+                t1 = t1.min(b);
+                if t0 > t1 {
+                    return None;
+                }
+            }
+        }
+        Some(t0)
+    }
+
+    /// The axis-aligned box around the rectangle.
+    pub fn bounds(&self) -> (Vec2, Vec2) {
+        let ext = Vec2::new(
+            self.axis.x.abs() * self.half.x + self.axis.y.abs() * self.half.y,
+            self.axis.y.abs() * self.half.x + self.axis.x.abs() * self.half.y,
+        );
+        (self.center - ext, self.center + ext)
+    }
+}
+
+/// Whether rapier would let two colliders with these groups interact.
+#[inline]
+pub fn groups_match(a: CollisionGroups, b: CollisionGroups) -> bool {
+    a.memberships.intersects(b.filters) && b.memberships.intersects(a.filters)
+}
+
+/// The world's discs and fixed rectangles, gridded. See the module docs.
+#[derive(Resource, Debug, Default)]
+pub struct SpatialIndex {
+    pub discs: Vec<Disc>,
+    disc_grid: CellGrid,
+    /// The largest disc radius: a query for overlaps widens by it.
+    max_radius: f32,
+    pub blocks: Vec<Block>,
+    block_grid: CellGrid,
+    /// The step whose sensing the discs are current for.
+    fresh_for: Option<u64>,
+}
+
+impl SpatialIndex {
+    /// Replaces the discs (kept in the order given).
+    pub fn set_discs(&mut self, arena: Vec2, discs: impl IntoIterator<Item = Disc>) {
+        self.discs.clear();
+        self.discs.extend(discs);
+        if self.disc_grid.cols == 0 || self.disc_grid_arena() != arena {
+            self.disc_grid = CellGrid::new(Vec2::ZERO, arena, CELL);
+        }
+        self.max_radius = self.discs.iter().map(|d| d.radius).fold(0.0, f32::max);
+        let discs = &self.discs;
+        self.disc_grid.fill_points(discs.iter().map(|d| d.pos));
+    }
+
+    fn disc_grid_arena(&self) -> Vec2 {
+        let g = &self.disc_grid;
+        // The grid covers the arena it was made for, rounded up to whole cells.
+        Vec2::new(g.cols as f32, g.rows as f32) * g.cell
+    }
+
+    /// Replaces the fixed rectangles.
+    pub fn set_blocks(&mut self, arena: Vec2, blocks: Vec<Block>) {
+        self.blocks = blocks;
+        self.block_grid = CellGrid::new(Vec2::ZERO, arena, CELL);
+        let b = &self.blocks;
+        self.block_grid.fill(b.len(), |i| b[i].bounds());
+    }
+
+    /// Every disc whose centre lies within `half` of `center` on both axes (and some more
+    /// around; callers test the exact distance).
+    #[inline]
+    pub fn discs_around(&self, center: Vec2, half: f32, mut f: impl FnMut(&Disc)) {
+        self.disc_grid.for_each(center - Vec2::splat(half), center + Vec2::splat(half), |i| f(&self.discs[i as usize]));
+    }
+
+    /// Every disc that may overlap a circle at `center` with `radius`.
+    #[inline]
+    pub fn discs_touching(&self, center: Vec2, radius: f32, mut f: impl FnMut(&Disc)) {
+        let reach = radius + self.max_radius;
+        self.discs_around(center, reach, |d| {
+            if d.pos.distance_squared(center) <= (radius + d.radius) * (radius + d.radius) {
+                f(d)
+            }
+        });
+    }
+
+    /// The fixed rectangles whose bounds overlap `min..max`, each once, in index order.
+    pub fn blocks_in(&self, min: Vec2, max: Vec2, out: &mut Vec<u32>) {
+        out.clear();
+        self.block_grid.for_each(min, max, |i| out.push(i));
+        out.sort_unstable();
+        out.dedup();
+        out.retain(|&i| {
+            let (lo, hi) = self.blocks[i as usize].bounds();
+            lo.x <= max.x && lo.y <= max.y && hi.x >= min.x && hi.y >= min.y
+        });
+    }
+
+    /// Whether the discs were rebuilt for this step's sensing.
+    pub fn fresh_for(&self, step: u64) -> bool {
+        self.fresh_for == Some(step)
+    }
+}
+
+/// Rebuilds the discs from the world as it stands; `step` is the step whose sensing will use
+/// them.
+fn rebuild_discs(
+    index: &mut SpatialIndex,
+    arena: &Arena,
+    step: u64,
+    bodies: &Query<
+        (Entity, &Transform, &CollisionGroups, Option<&Seeable>, &DiscRadius, Has<Sensor>),
+        Without<ColliderDisabled>,
+    >,
+) {
+    let discs = bodies.iter().map(|(entity, t, groups, kind, r, sensor)| Disc {
+        entity,
+        pos: t.translation.truncate(),
+        radius: r.0,
+        kind: kind.copied(),
+        groups: *groups,
+        sensor,
+    });
+    index.set_discs(Vec2::new(arena.width, arena.height), discs);
+    index.fresh_for = Some(step);
+}
+
+/// The radius a disc body has in the index (robots, pens and pads get it when they spawn).
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct DiscRadius(pub f32);
+
+type DiscBodies<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, &'static Transform, &'static CollisionGroups, Option<&'static Seeable>, &'static DiscRadius, Has<Sensor>),
+    Without<ColliderDisabled>,
+>;
+
+/// After the physics step: the discs where the step left them, for the radio now and the
+/// sensors of the next step.
+pub(super) fn index_after_physics(
+    mut index: ResMut<SpatialIndex>,
+    arena: Res<Arena>,
+    time: Res<SimTime>,
+    bodies: DiscBodies,
+) {
+    rebuild_discs(&mut index, &arena, time.step + 1, &bodies);
+}
+
+/// Before sensing: rebuilds what changed since (a freshly loaded scene, moved walls).
+#[allow(clippy::type_complexity)]
+pub(super) fn index_before_sensing(
+    mut index: ResMut<SpatialIndex>,
+    arena: Res<Arena>,
+    time: Res<SimTime>,
+    bodies: DiscBodies,
+    blocks: Query<
+        (Entity, &Transform, &CollisionGroups, Option<&Wall>, Option<&PenBox>, Option<&Seeable>),
+        Or<(With<Wall>, With<PenBox>)>,
+    >,
+    changed: Query<(), (Or<(With<Wall>, With<PenBox>)>, Or<(Changed<Transform>, Added<CollisionGroups>)>)>,
+    mut removed_walls: RemovedComponents<Wall>,
+    mut removed_boxes: RemovedComponents<PenBox>,
+    mut known_arena: Local<Option<Arena>>,
+) {
+    let arena_changed = *known_arena != Some(*arena);
+    let removed = removed_walls.read().count() + removed_boxes.read().count() > 0;
+    if arena_changed || removed || !changed.is_empty() {
+        *known_arena = Some(*arena);
+        let list = blocks
+            .iter()
+            .filter_map(|(entity, t, groups, wall, pen_box, kind)| {
+                let size = wall.map(|w| w.size).or(pen_box.map(|b| b.size))?;
+                let axis = (t.rotation * Vec3::X).truncate().normalize_or(Vec2::X);
+                Some(Block {
+                    entity,
+                    center: t.translation.truncate(),
+                    half: size / 2.0,
+                    axis,
+                    kind: kind.copied(),
+                    groups: *groups,
+                })
+            })
+            .collect();
+        index.set_blocks(Vec2::new(arena.width, arena.height), list);
+    }
+    if !index.fresh_for(time.step) {
+        rebuild_discs(&mut index, &arena, time.step, &bodies);
+    }
+}
+
+/// A scene was loaded: its bodies are indexed before its first step is sensed.
+pub(super) fn forget_on_load(mut index: ResMut<SpatialIndex>) {
+    index.fresh_for = None;
+}
+
+/// Keeps pens' and pads' radius on the entity for the index (robots get theirs at spawn).
+pub(super) fn disc_radius_of_pens(add: On<Add, Pen>, pens: Query<&Pen>, mut commands: Commands) {
+    if let Ok(p) = pens.get(add.entity) {
+        commands.entity(add.entity).insert(DiscRadius(p.radius));
+    }
+}
+
+pub(super) fn disc_radius_of_stations(add: On<Add, Station>, stations: Query<&Station>, mut commands: Commands) {
+    if let Ok(s) = stations.get(add.entity) {
+        commands.entity(add.entity).insert(DiscRadius(s.radius));
+    }
+}
+
+/// Every kind of body the camera can recognise, as collision groups.
+pub fn seeable_groups() -> Group {
+    super::groups::PEN | super::groups::BOX | super::groups::STATION | super::groups::ROBOT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disc(i: u32, x: f32, y: f32, r: f32) -> Disc {
+        Disc {
+            entity: Entity::from_raw_u32(i + 1).unwrap(),
+            pos: Vec2::new(x, y),
+            radius: r,
+            kind: Some(Seeable::Robot),
+            groups: CollisionGroups::new(super::super::groups::ROBOT, Group::ALL),
+            sensor: false,
+        }
+    }
+
+    #[test]
+    fn a_grid_query_finds_exactly_what_a_scan_finds() {
+        let mut rng = crate::sim::rng::stream(7, "grid-test", 0);
+        use rand::RngExt;
+        let arena = Vec2::new(23.0, 11.0);
+        let discs: Vec<Disc> = (0..500)
+            .map(|i| disc(i, rng.random_range(-0.5..23.5), rng.random_range(-0.5..11.5), rng.random_range(0.01..0.3)))
+            .collect();
+        let mut index = SpatialIndex::default();
+        index.set_discs(arena, discs.clone());
+        for _ in 0..200 {
+            let c = Vec2::new(rng.random_range(-1.0..24.0), rng.random_range(-1.0..12.0));
+            let r = rng.random_range(0.0..3.0);
+            let mut got = Vec::new();
+            index.discs_touching(c, r, |d| got.push(d.entity));
+            got.sort();
+            let mut want: Vec<Entity> =
+                discs.iter().filter(|d| d.pos.distance(c) <= r + d.radius).map(|d| d.entity).collect();
+            want.sort();
+            assert_eq!(got, want, "around {c} within {r}");
+        }
+    }
+
+    #[test]
+    fn points_outside_the_arena_stay_findable_in_border_cells() {
+        let mut index = SpatialIndex::default();
+        index.set_discs(Vec2::new(4.0, 4.0), [disc(0, -0.3, 2.0, 0.1), disc(1, 4.6, 4.6, 0.1)]);
+        let mut n = 0;
+        index.discs_touching(Vec2::new(-0.2, 2.0), 0.05, |_| n += 1);
+        index.discs_touching(Vec2::new(4.5, 4.5), 0.1, |_| n += 1);
+        assert_eq!(n, 2);
+    }
+
+    fn block(center: Vec2, half: Vec2, angle: f32) -> Block {
+        Block {
+            entity: Entity::from_raw_u32(99).unwrap(),
+            center,
+            half,
+            axis: Vec2::from_angle(angle),
+            kind: None,
+            groups: CollisionGroups::new(super::super::groups::WALL, Group::ALL),
+        }
+    }
+
+    #[test]
+    fn rays_and_distances_against_a_turned_rectangle() {
+        // A 2 × 0.2 bar at (5, 5) turned 90°: it spans y 4..6, x 4.9..5.1.
+        let b = block(Vec2::new(5.0, 5.0), Vec2::new(1.0, 0.1), std::f32::consts::FRAC_PI_2);
+        let toi = b.ray(Vec2::new(3.0, 5.5), Vec2::X, 10.0).unwrap();
+        assert!((toi - 1.9).abs() < 1e-5, "{toi}");
+        assert_eq!(b.ray(Vec2::new(3.0, 6.5), Vec2::X, 10.0), None, "passes above its end");
+        assert_eq!(b.ray(Vec2::new(3.0, 5.5), Vec2::X, 1.5), None, "stops short");
+        assert_eq!(b.ray(Vec2::new(5.0, 5.0), Vec2::Y, 1.0), Some(0.0), "from inside");
+        let (p, d) = b.nearest(Vec2::new(5.5, 5.2));
+        assert!((d - 0.4).abs() < 1e-5 && (p - Vec2::new(5.1, 5.2)).length() < 1e-5, "{p} {d}");
+        let (lo, hi) = b.bounds();
+        assert!((lo - Vec2::new(4.9, 4.0)).length() < 1e-5 && (hi - Vec2::new(5.1, 6.0)).length() < 1e-5);
+    }
+
+    #[test]
+    fn blocks_come_once_however_many_cells_they_cover() {
+        let mut index = SpatialIndex::default();
+        let long = block(Vec2::new(10.0, 0.0), Vec2::new(10.0, 0.05), 0.0);
+        let small = block(Vec2::new(3.0, 3.0), Vec2::new(0.1, 0.1), 0.3);
+        index.set_blocks(Vec2::new(20.0, 20.0), vec![long, small]);
+        let mut out = Vec::new();
+        index.blocks_in(Vec2::new(0.0, -1.0), Vec2::new(20.0, 4.0), &mut out);
+        assert_eq!(out, vec![0, 1]);
+        index.blocks_in(Vec2::new(5.0, 5.0), Vec2::new(7.0, 7.0), &mut out);
+        assert_eq!(out, Vec::<u32>::new());
+    }
+}
