@@ -12,8 +12,9 @@ use crate::scene::ActiveScene;
 
 /// Frames rendered before the first capture, so the panel and the view settle.
 const WARM_UP: u32 = 20;
-/// Frames rendered between setting a step and capturing it.
-const SETTLE: u32 = 2;
+/// Frames rendered between setting a step and capturing it: text that needs glyphs the font
+/// atlas does not have yet shows them only a frame or two later.
+const SETTLE: u32 = 4;
 /// Frames to wait for one capture before giving up.
 const TIMEOUT: u32 = 600;
 

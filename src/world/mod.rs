@@ -1,5 +1,6 @@
 //! The static world and its passive objects: arena, walls, boxes, pens, dens, charging
-//! stations and sonars, each an entity with a rapier collider where it is solid or sensed.
+//! stations and sonars, each an entity with a rapier collider where it is solid or sensed; and
+//! the spatial index (`spatial.rs`) the robots' sensors ask where these and the robots are.
 
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
