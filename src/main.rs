@@ -122,6 +122,10 @@ enum Command {
         /// Stream the run to viewers on this TCP port (`crsim view ADDR`); 0 picks a free one.
         #[arg(long, value_name = "PORT")]
         serve_viewer: Option<u16>,
+        /// Threads for the per-robot passes (default: the number of cores); results do not
+        /// depend on it.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
     },
     /// Replay a recording in the app with a timeline; --frames renders it to PNG frames instead.
     Replay {
@@ -208,6 +212,9 @@ enum Command {
         /// Record the benchmark's run to this MCAP file (to measure what recording costs).
         #[arg(long, value_name = "FILE.mcap")]
         record: Option<PathBuf>,
+        /// Threads for the per-robot passes (default: the number of cores).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
     },
 }
 
@@ -241,7 +248,11 @@ fn main() -> ExitCode {
             until,
             record,
             serve_viewer,
+            threads,
         }) => {
+            if let Some(n) = threads {
+                crsim::sim::set_threads(n.into());
+            }
             let dump_network = dump_network.as_deref();
             let outside = outside.into();
             let options = RunOptions {
@@ -267,7 +278,10 @@ fn main() -> ExitCode {
             quiet_on_closed_output();
             collect_command(&dir, plot.zip(by), out)
         }
-        Some(Command::Bench { robots, steps, seed, comms, network, record }) => {
+        Some(Command::Bench { robots, steps, seed, comms, network, record, threads }) => {
+            if let Some(n) = threads {
+                crsim::sim::set_threads(n.into());
+            }
             bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
         }
     }

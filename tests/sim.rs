@@ -12,7 +12,7 @@ use crsim::run::headless::{headless_app, run_steps};
 use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource, load_scene_file};
-use crsim::sim::{SimClock, SimTime, TrajectoryHash};
+use crsim::sim::{Passes, SimClock, SimTime, TrajectoryHash};
 use crsim::skills::{Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crsim::world::{Boxed, Held, PenBox, Seeable, Sonar, SonarEcho};
 
@@ -578,4 +578,26 @@ fn grips_and_releases_do_not_depend_on_how_many_steps_a_frame_runs() {
     let by_500 = hash_after(&[500; 5]);
     assert_eq!(hash_after(&[100; 25]), by_500);
     assert_eq!(hash_after(&[1, 2499]), by_500);
+}
+
+#[test]
+fn the_hash_is_the_same_on_one_thread_and_on_several() {
+    // Enough robots for several chunks of the parallel passes; wanderers and network collectors
+    // (bumps, cameras, grips, the radio).
+    let threads = bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new).thread_num();
+    for network in [false, true] {
+        let scene = crsim::run::bench::bench_scene(600, 5, network);
+        let hash_with = |threads: usize| {
+            let mut app = app(scene.clone());
+            app.insert_resource(Passes { threads });
+            run_steps(&mut app, 300);
+            let bumps = app.world_mut().query::<&Odometry>().iter(app.world()).map(|o| o.collisions).sum::<u32>();
+            (app.world().resource::<TrajectoryHash>().hex(), bumps)
+        };
+        let one = hash_with(1);
+        assert!(one.1 > 0, "the robots bump into each other");
+        for n in [2, 8] {
+            assert_eq!(hash_with(n), one, "{n} threads (the pool has {threads}), network {network}");
+        }
+    }
 }

@@ -13,9 +13,10 @@ use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
 use super::{Battery, Gripper, Odometry, Robot, pose, wrap_angle};
-use crate::sim::SimTime;
+use crate::sim::{PASS_CHUNK, Passes, RobotOrder, SimTime};
 use crate::world::spatial::{groups_match, seeable_groups};
 use crate::world::{Seeable, SpatialIndex, groups};
+use bevy::ecs::batching::BatchingStrategy;
 
 /// Bodies closer than this touch, metres.
 pub const TOUCH: f32 = 0.001;
@@ -30,6 +31,8 @@ pub struct BumpSensor {
     pub bearings: Vec<f32>,
     /// True when a contact started this step.
     pub bumped: bool,
+    /// The bodies whose contact started this step.
+    pub started: Vec<Entity>,
 }
 
 impl BumpSensor {
@@ -111,122 +114,179 @@ pub struct PowerSensor {
 pub(super) fn sense_bump(
     index: Res<SpatialIndex>,
     time: Res<SimTime>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<(Entity, &Robot, &Transform, &CollisionGroups, &mut BumpSensor, &mut Odometry)>,
     mut events: MessageWriter<BumpEvent>,
 ) {
-    let mut found: Vec<(Entity, Vec2)> = Vec::new();
-    let mut blocks: Vec<u32> = Vec::new();
-    for (entity, robot, transform, groups, mut bump, mut odo) in &mut robots {
-        let (pos, heading) = pose(transform);
-        // What the body really touches, geometrically (rapier reports contacts from a
-        // prediction distance on): every solid body it may collide with within TOUCH, and the
-        // direction of the contact (towards the other's nearest point).
-        found.clear();
-        let probe = robot.radius + TOUCH;
-        index.discs_touching(pos, probe, |d| {
-            if d.entity != entity && !d.sensor && groups_match(*groups, d.groups) {
-                found.push((d.entity, d.pos - pos));
-            }
-        });
-        index.blocks_in(pos - Vec2::splat(probe), pos + Vec2::splat(probe), &mut blocks);
-        for &b in &blocks {
-            let block = &index.blocks[b as usize];
-            let (nearest, distance) = block.nearest(pos);
-            if distance <= probe && groups_match(*groups, block.groups) {
-                // From inside a block (pushed in), away from its centre.
-                let towards = if distance > 1e-6 { nearest - pos } else { block.center - pos };
-                found.push((block.entity, towards));
-            }
-        }
-        found.sort_by_key(|f| f.0);
-        found.dedup_by_key(|f| f.0);
-        let mut bumped = false;
-        for &(other, _) in found.iter().filter(|o| !bump.touching.contains(&o.0)) {
-            bumped = true;
-            odo.collisions += 1;
-            events.write(BumpEvent { robot: entity, other, step: time.step });
-        }
+    let touch = |scratch: &mut (Vec<(Entity, Vec2)>, Vec<u32>), item: BumpItem| {
+        let (entity, robot, transform, groups, mut bump, mut odo) = item;
+        let (found, blocks) = scratch;
+        contacts(&index, entity, robot, transform, *groups, found, blocks);
+        let new = found.iter().filter(|f| !bump.touching.contains(&f.0)).count();
+        odo.collisions += new as u32;
+        let bumped = new > 0;
         // Most robots touch nothing most of the time: leave their sensor (and its change tick)
         // alone then. Bearings move while touching, so they are refreshed whenever something is.
         if !found.is_empty() || !bump.touching.is_empty() || bump.bumped != bumped {
+            let heading = pose(transform).1;
             let bearing = |towards: Vec2| {
                 let towards = if towards.length_squared() > 1e-12 { towards } else { Vec2::X };
                 wrap_angle(towards.y.atan2(towards.x) - heading)
             };
             bump.bearings = found.iter().map(|f| bearing(f.1)).collect();
+            // The contacts that started this step, for the events below.
+            bump.started = found.iter().filter(|f| !bump.touching.contains(&f.0)).map(|f| f.0).collect();
             bump.touching = found.iter().map(|f| f.0).collect();
             bump.bumped = bumped;
         }
+    };
+    // Each robot writes only its own sensor: the same in any order, on any thread.
+    if passes.parallel(order.0.len()) {
+        robots
+            .par_iter_mut()
+            .batching_strategy(BatchingStrategy::fixed(PASS_CHUNK))
+            .for_each_init(|| (Vec::new(), Vec::new()), touch);
+    } else {
+        let mut scratch = (Vec::new(), Vec::new());
+        robots.iter_mut().for_each(|item| touch(&mut scratch, item));
     }
+    // Events in robot order, whatever ran where.
+    for &e in &order.0 {
+        if let Ok((_, _, _, _, bump, _)) = robots.get(e)
+            && bump.bumped
+        {
+            for &other in &bump.started {
+                events.write(BumpEvent { robot: e, other, step: time.step });
+            }
+        }
+    }
+}
+
+type BumpItem<'a> = (Entity, &'a Robot, &'a Transform, &'a CollisionGroups, Mut<'a, BumpSensor>, Mut<'a, Odometry>);
+
+/// Every solid body a robot's body touches within [`TOUCH`], sorted, each with the direction
+/// towards its nearest point. Geometric: rapier reports contacts from a prediction distance on.
+fn contacts(
+    index: &SpatialIndex,
+    entity: Entity,
+    robot: &Robot,
+    transform: &Transform,
+    groups: CollisionGroups,
+    found: &mut Vec<(Entity, Vec2)>,
+    blocks: &mut Vec<u32>,
+) {
+    let pos = transform.translation.truncate();
+    found.clear();
+    let probe = robot.radius + TOUCH;
+    index.discs_touching(pos, probe, |d| {
+        if d.entity != entity && !d.sensor && groups_match(groups, d.groups) {
+            found.push((d.entity, d.pos - pos));
+        }
+    });
+    index.blocks_in(pos - Vec2::splat(probe), pos + Vec2::splat(probe), blocks);
+    for &b in blocks.iter() {
+        let block = &index.blocks[b as usize];
+        let (nearest, distance) = block.nearest(pos);
+        if distance <= probe && groups_match(groups, block.groups) {
+            // From inside a block (pushed in), away from its centre.
+            let towards = if distance > 1e-6 { nearest - pos } else { block.center - pos };
+            found.push((block.entity, towards));
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    found.dedup_by_key(|f| f.0);
 }
 
 pub(super) fn sense_camera(
     index: Res<SpatialIndex>,
     time: Res<SimTime>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<(Entity, &Robot, &Transform, &RobotCamera, &mut CameraView)>,
 ) {
+    let step = time.step;
+    let look = |blocks: &mut Vec<u32>, (entity, robot, transform, camera, mut view): CameraItem| {
+        // Stagger refreshes so a period of k spreads the work over k steps.
+        if (step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
+            view.seen = camera_picture(&index, entity, transform, camera, blocks);
+            view.step = step;
+        }
+    };
+    // Each robot writes only its own picture: the same in any order, on any thread.
+    if passes.parallel(order.0.len()) {
+        robots.par_iter_mut().batching_strategy(BatchingStrategy::fixed(PASS_CHUNK)).for_each_init(Vec::new, look);
+    } else {
+        let mut blocks = Vec::new();
+        robots.iter_mut().for_each(|item| look(&mut blocks, item));
+    }
+}
+
+type CameraItem<'a> = (Entity, &'a Robot, &'a Transform, &'a RobotCamera, Mut<'a, CameraView>);
+
+/// What a camera at `transform` sees, nearest first; `blocks` is scratch space.
+fn camera_picture(
+    index: &SpatialIndex,
+    entity: Entity,
+    transform: &Transform,
+    camera: &RobotCamera,
+    blocks: &mut Vec<u32>,
+) -> Vec<Sighting> {
     let seeable = seeable_groups();
     let occluders = groups::WALL | groups::BOX;
-    let mut blocks: Vec<u32> = Vec::new();
-    for (entity, robot, transform, camera, mut view) in &mut robots {
-        // Stagger refreshes so a period of k spreads the work over k steps.
-        if !(time.step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
-            continue;
+    let (pos, heading) = pose(transform);
+    let facing = Vec2::from_angle(heading);
+    let half_fov = camera.fov / 2.0;
+    // A cheap test against the cone, a little wider than it: the exact bearing (an atan2) is
+    // computed only for what passes.
+    let cos_wide = (half_fov + 1e-3).min(std::f32::consts::PI).cos();
+    let range = camera.range;
+    let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
+    index.blocks_in(lo, hi, blocks);
+    let blocks = &*blocks;
+    let mut seen = Vec::new();
+    let mut look = |target: Entity, at: Vec2, kind: Seeable| {
+        let rel = at - pos;
+        let distance = rel.length();
+        if distance > range || distance <= f32::EPSILON || rel.dot(facing) < cos_wide * distance {
+            return;
         }
-        let (pos, heading) = pose(transform);
-        let facing = Vec2::from_angle(heading);
-        let half_fov = camera.fov / 2.0;
-        // A cheap test against the cone, a little wider than it: the exact bearing (an atan2)
-        // is computed only for what passes.
-        let cos_wide = (half_fov + 1e-3).min(std::f32::consts::PI).cos();
-        let range = camera.range;
-        let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
-        index.blocks_in(lo, hi, &mut blocks);
-        let mut seen = Vec::new();
-        let mut look = |target: Entity, at: Vec2, kind: Seeable| {
-            let rel = at - pos;
-            let distance = rel.length();
-            if distance > range || distance <= f32::EPSILON || rel.dot(facing) < cos_wide * distance {
-                return;
-            }
-            let bearing = wrap_angle(rel.y.atan2(rel.x) - heading);
-            if bearing.abs() > half_fov {
-                return;
-            }
-            // Walls and boxes hide what is behind them: the first one the line of sight meets,
-            // unless it is the target itself (a box does not hide itself).
-            let dir = rel / distance;
-            let first = blocks
-                .iter()
-                .map(|&b| &index.blocks[b as usize])
-                .filter(|o| o.groups.memberships.intersects(occluders))
-                .filter_map(|o| Some((o.ray(pos, dir, distance)?, o.entity)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            let hidden = first.is_some_and(|(toi, hit)| hit != target && toi < distance - 1e-3);
-            if !hidden {
-                seen.push(Sighting { entity: target, kind, distance, bearing });
-            }
-        };
-        index.discs_around(pos, range, |d| {
-            if let Some(kind) = d.kind
-                && d.entity != entity
-                && d.groups.memberships.intersects(seeable)
-            {
-                look(d.entity, d.pos, kind);
-            }
-        });
-        for &b in &blocks {
-            let block = &index.blocks[b as usize];
-            if let Some(kind) = block.kind
-                && block.groups.memberships.intersects(seeable)
-            {
-                look(block.entity, block.center, kind);
-            }
+        let bearing = wrap_angle(rel.y.atan2(rel.x) - heading);
+        if bearing.abs() > half_fov {
+            return;
         }
-        seen.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
-        view.seen = seen;
-        view.step = time.step;
+        // Walls and boxes hide what is behind them: the first one the line of sight meets,
+        // unless it is the target itself (a box does not hide itself).
+        let dir = rel / distance;
+        let first = blocks
+            .iter()
+            .map(|&b| &index.blocks[b as usize])
+            .filter(|o| o.groups.memberships.intersects(occluders))
+            .filter_map(|o| Some((o.ray(pos, dir, distance)?, o.entity)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let hidden = first.is_some_and(|(toi, hit)| hit != target && toi < distance - 1e-3);
+        if !hidden {
+            seen.push(Sighting { entity: target, kind, distance, bearing });
+        }
+    };
+    index.discs_around(pos, range, |d| {
+        if let Some(kind) = d.kind
+            && d.entity != entity
+            && d.groups.memberships.intersects(seeable)
+        {
+            look(d.entity, d.pos, kind);
+        }
+    });
+    for &b in blocks {
+        let block = &index.blocks[b as usize];
+        if let Some(kind) = block.kind
+            && block.groups.memberships.intersects(seeable)
+        {
+            look(block.entity, block.center, kind);
+        }
     }
+    seen.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
+    seen
 }
 
 pub(super) fn sense_grip(index: Res<SpatialIndex>, mut robots: Query<(&Robot, &Transform, &Gripper, &mut GripSensor)>) {

@@ -83,6 +83,46 @@ pub enum LoadSystems {
     Serve,
 }
 
+/// Robots per chunk of a parallel pass.
+pub const PASS_CHUNK: usize = 256;
+
+/// How the per-robot passes of a step (sensing) run: with `threads` 1 on the simulation's
+/// thread, with more in fixed chunks of [`PASS_CHUNK`] robots on Bevy's compute pool. Each robot
+/// writes only its own outputs and whatever is shared (events) is written afterwards in robot
+/// order, so the results are the same for any thread count.
+#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Passes {
+    pub threads: usize,
+}
+
+impl Default for Passes {
+    fn default() -> Self {
+        let chosen = THREADS.load(std::sync::atomic::Ordering::Relaxed);
+        let threads = if chosen > 0 { chosen } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+        Passes { threads }
+    }
+}
+
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Sets the threads every run of this process uses (`--threads N`): the passes' thread count
+/// and the size of Bevy's compute pool. Call it before the first app is built (the pool is
+/// made once per process); 0 counts as 1.
+pub fn set_threads(n: usize) {
+    let n = n.max(1);
+    THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
+    bevy::tasks::ComputeTaskPool::get_or_init(|| {
+        bevy::tasks::TaskPoolBuilder::new().num_threads(n).thread_name("Compute Task Pool".into()).build()
+    });
+}
+
+impl Passes {
+    /// Whether a pass over `robots` robots runs in parallel (a single chunk never does).
+    pub fn parallel(&self, robots: usize) -> bool {
+        self.threads > 1 && robots > PASS_CHUNK
+    }
+}
+
 /// Simulated time: the number of completed steps and the step length.
 #[derive(Resource, Debug, Clone, Copy, PartialEq)]
 pub struct SimTime {
@@ -122,6 +162,7 @@ pub(super) fn plugin(app: &mut App) {
         });
     }
     app.init_resource::<SimTime>()
+        .init_resource::<Passes>()
         .init_resource::<TrajectoryHash>()
         .init_resource::<RobotOrder>()
         .init_resource::<StepGate>()
