@@ -1,14 +1,12 @@
 //! The communication model in the loop: one [`Radio`] resource holds the model; robots register
 //! when a scene loads (in robot order) and unregister when they despawn; in the communicate
 //! stage every robot's [`RadioOut`] is sent and every robot's due messages land in its
-//! [`RadioIn`] for the next think stage. Broadcast fan-out asks rapier's spatial index for the
+//! [`RadioIn`] for the next think stage. Broadcast fan-out asks the world's spatial index for the
 //! robots within range instead of scanning all robots.
 
 use std::collections::HashMap;
 
-use bevy::math::bounding::Aabb2d;
 use bevy::prelude::*;
-use bevy_rapier2d::prelude::*;
 use serde_json::json;
 
 use super::model::{CommType, CommsError, CommsModel, PairParams, RobotParams, SystemParams, Target};
@@ -18,7 +16,7 @@ use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream;
 use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
-use crate::world::groups;
+use crate::world::{Seeable, SpatialIndex};
 
 /// The robot's communication abilities (seed 000), as written in the scene.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,13 +179,12 @@ pub struct RadioLog {
 fn deliver(
     time: Res<SimTime>,
     mut log: ResMut<RadioLog>,
-    rapier: ReadRapierContext,
+    index: Res<SpatialIndex>,
     order: Res<RobotOrder>,
     mut radio: ResMut<Radio>,
     mut robots: Query<(&Name, &Transform, &mut RadioOut, &mut RadioIn), With<Robot>>,
     names: Query<(&Name, &Robot)>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
     if log.enabled {
         log.sends.clear();
     }
@@ -217,12 +214,18 @@ fn deliver(
                 let mut near: Vec<(u32, String)> = Vec::new();
                 match reach {
                     Some(range) => {
-                        let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::ROBOT));
-                        ctx.intersect_aabb_conservative(Aabb2d::new(pos, Vec2::splat(range)), filter, |other| {
-                            if let Ok((n, r)) = names.get(other) {
+                        // Every robot whose body's bounding box meets the square of the range
+                        // around the sender; the model then checks the exact distance.
+                        index.discs_around(pos, range + index.max_radius(), |d| {
+                            let reach = range + d.radius;
+                            let off = (d.pos - pos).abs();
+                            if d.kind == Some(Seeable::Robot)
+                                && off.x <= reach
+                                && off.y <= reach
+                                && let Ok((n, r)) = names.get(d.entity)
+                            {
                                 near.push((r.index, n.to_string()));
                             }
-                            true
                         });
                         near.sort();
                         near.into_iter().map(|(_, n)| n).collect()

@@ -293,6 +293,11 @@ impl SpatialIndex {
         });
     }
 
+    /// The largest disc radius.
+    pub fn max_radius(&self) -> f32 {
+        self.max_radius
+    }
+
     /// Whether the discs were rebuilt for this step's sensing.
     pub fn fresh_for(&self, step: u64) -> bool {
         self.fresh_for == Some(step)
