@@ -111,8 +111,6 @@ pub(super) fn plugin(app: &mut App) {
     app.add_message::<SonarEcho>()
         .insert_resource(Arena { width: 1.0, height: 1.0 })
         .init_resource::<SpatialIndex>()
-        .add_observer(spatial::disc_radius_of_pens)
-        .add_observer(spatial::disc_radius_of_stations)
         .add_systems(
             FixedUpdate,
             (
@@ -201,6 +199,7 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
             Name::new(p.name.clone()),
             SceneEntity,
             Pen { radius: p.radius },
+            DiscRadius(p.radius),
             Seeable::Pen,
             transform2d(v(p.pos), 0.0),
             PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(p.radius)),
@@ -223,6 +222,7 @@ fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
             Name::new(s.name.clone()),
             SceneEntity,
             Station { radius: s.radius, rate: s.rate },
+            DiscRadius(s.radius),
             Seeable::Station,
             transform2d(v(s.pos), 0.0),
             PendingPhysics::new(None, Collider::ball(s.radius)),

@@ -15,7 +15,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, CollisionGroups, Group, Sensor};
 
-use super::{Arena, Pen, PenBox, Seeable, Station, Wall};
+use super::{Arena, PenBox, Seeable, Wall};
 use crate::sim::SimTime;
 
 /// Side of a grid cell, metres: about a camera's range, so a camera query reads a few cells.
@@ -28,6 +28,8 @@ const MAX_CELLS_PER_SIDE: u32 = 4096;
 #[derive(Debug, Clone, Default)]
 pub struct CellGrid {
     origin: Vec2,
+    /// The far corner the grid was made for.
+    max: Vec2,
     cell: f32,
     cols: u32,
     rows: u32,
@@ -43,7 +45,7 @@ impl CellGrid {
         let cell = cell.max(extent.max_element() / MAX_CELLS_PER_SIDE as f32);
         let (cols, rows) =
             ((per_side.x as u32).clamp(1, MAX_CELLS_PER_SIDE), (per_side.y as u32).clamp(1, MAX_CELLS_PER_SIDE));
-        Self { origin: min, cell, cols, rows, starts: vec![0; (cols * rows) as usize + 1], items: Vec::new() }
+        Self { origin: min, max, cell, cols, rows, starts: vec![0; (cols * rows) as usize + 1], items: Vec::new() }
     }
 
     /// The cell range `(x0, y0, x1, y1)` (inclusive) that `min..max` overlaps, clamped to the
@@ -60,21 +62,40 @@ impl CellGrid {
     /// Fills the grid with `n` items, item `i` covering the box `bounds(i)`. Items of a cell
     /// are in index order.
     pub fn fill(&mut self, n: usize, bounds: impl Fn(usize) -> (Vec2, Vec2)) {
-        let cells = (self.cols * self.rows) as usize;
-        self.starts.clear();
-        self.starts.resize(cells + 1, 0);
         let spans: Vec<(u32, u32, u32, u32)> = (0..n)
             .map(|i| {
                 let (lo, hi) = bounds(i);
                 self.span(lo, hi)
             })
             .collect();
-        for &(x0, y0, x1, y1) in &spans {
-            for y in y0..=y1 {
-                for x in x0..=x1 {
-                    self.starts[(y * self.cols + x) as usize + 1] += 1;
-                }
-            }
+        let cols = self.cols;
+        self.place(|| {
+            spans.iter().enumerate().flat_map(move |(i, &(x0, y0, x1, y1))| {
+                (y0..=y1).flat_map(move |y| (x0..=x1).map(move |x| (y * cols + x, i as u32)))
+            })
+        });
+    }
+
+    /// Fills the grid with `points` (each in the one cell that holds it); cheaper than
+    /// [`CellGrid::fill`] for the common case.
+    pub fn fill_points(&mut self, points: impl Iterator<Item = Vec2>) {
+        let cell_of: Vec<u32> = points
+            .map(|p| {
+                let (x, y, _, _) = self.span(p, p);
+                y * self.cols + x
+            })
+            .collect();
+        self.place(|| cell_of.iter().enumerate().map(|(i, &c)| (c, i as u32)));
+    }
+
+    /// A counting sort of `(cell, item)` pairs into the cells; `pairs` gives the same pairs each
+    /// time it is called (once to count, once to place).
+    fn place<I: Iterator<Item = (u32, u32)>>(&mut self, pairs: impl Fn() -> I) {
+        let cells = (self.cols * self.rows) as usize;
+        self.starts.clear();
+        self.starts.resize(cells + 1, 0);
+        for (c, _) in pairs() {
+            self.starts[c as usize + 1] += 1;
         }
         for c in 0..cells {
             self.starts[c + 1] += self.starts[c];
@@ -82,40 +103,8 @@ impl CellGrid {
         self.items.clear();
         self.items.resize(self.starts[cells] as usize, 0);
         let mut next: Vec<u32> = self.starts[..cells].to_vec();
-        for (i, &(x0, y0, x1, y1)) in spans.iter().enumerate() {
-            for y in y0..=y1 {
-                for x in x0..=x1 {
-                    let c = (y * self.cols + x) as usize;
-                    self.items[next[c] as usize] = i as u32;
-                    next[c] += 1;
-                }
-            }
-        }
-    }
-
-    /// Fills the grid with `points` (each in the one cell that holds it); faster than
-    /// [`CellGrid::fill`] for the common case.
-    pub fn fill_points(&mut self, points: impl ExactSizeIterator<Item = Vec2> + Clone) {
-        let cells = (self.cols * self.rows) as usize;
-        self.starts.clear();
-        self.starts.resize(cells + 1, 0);
-        let cell_of: Vec<u32> = points
-            .map(|p| {
-                let (x, y, _, _) = self.span(p, p);
-                y * self.cols + x
-            })
-            .collect();
-        for &c in &cell_of {
-            self.starts[c as usize + 1] += 1;
-        }
-        for c in 0..cells {
-            self.starts[c + 1] += self.starts[c];
-        }
-        self.items.clear();
-        self.items.resize(cell_of.len(), 0);
-        let mut next: Vec<u32> = self.starts[..cells].to_vec();
-        for (i, &c) in cell_of.iter().enumerate() {
-            self.items[next[c as usize] as usize] = i as u32;
+        for (c, i) in pairs() {
+            self.items[next[c as usize] as usize] = i;
             next[c as usize] += 1;
         }
     }
@@ -241,18 +230,12 @@ impl SpatialIndex {
     pub fn set_discs(&mut self, arena: Vec2, discs: impl IntoIterator<Item = Disc>) {
         self.discs.clear();
         self.discs.extend(discs);
-        if self.disc_grid.cols == 0 || self.disc_grid_arena() != arena {
+        if self.disc_grid.cols == 0 || self.disc_grid.max != arena {
             self.disc_grid = CellGrid::new(Vec2::ZERO, arena, CELL);
         }
         self.max_radius = self.discs.iter().map(|d| d.radius).fold(0.0, f32::max);
         let discs = &self.discs;
         self.disc_grid.fill_points(discs.iter().map(|d| d.pos));
-    }
-
-    fn disc_grid_arena(&self) -> Vec2 {
-        let g = &self.disc_grid;
-        // The grid covers the arena it was made for, rounded up to whole cells.
-        Vec2::new(g.cols as f32, g.rows as f32) * g.cell
     }
 
     /// Replaces the fixed rectangles.
@@ -327,7 +310,7 @@ fn rebuild_discs(
     index.fresh_for = Some(step);
 }
 
-/// The radius a disc body has in the index (robots, pens and pads get it when they spawn).
+/// The radius a body has in the index (robots, pens and pads get it when they spawn).
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
 pub struct DiscRadius(pub f32);
 
@@ -394,19 +377,6 @@ pub(super) fn index_before_sensing(
 /// A scene was loaded: its bodies are indexed before its first step is sensed.
 pub(super) fn forget_on_load(mut index: ResMut<SpatialIndex>) {
     index.fresh_for = None;
-}
-
-/// Keeps pens' and pads' radius on the entity for the index (robots get theirs at spawn).
-pub(super) fn disc_radius_of_pens(add: On<Add, Pen>, pens: Query<&Pen>, mut commands: Commands) {
-    if let Ok(p) = pens.get(add.entity) {
-        commands.entity(add.entity).insert(DiscRadius(p.radius));
-    }
-}
-
-pub(super) fn disc_radius_of_stations(add: On<Add, Station>, stations: Query<&Station>, mut commands: Commands) {
-    if let Ok(s) = stations.get(add.entity) {
-        commands.entity(add.entity).insert(DiscRadius(s.radius));
-    }
 }
 
 /// Every kind of body the camera can recognise, as collision groups.
