@@ -548,7 +548,7 @@ fn radio_parameters_from_the_scene_shape_delivery() {
     let mut got_at = None;
     for step in 1..6 {
         if let Some(m) = app.world().get::<RadioIn>(b).unwrap().0.first() {
-            got_at = Some((step, m.content.clone(), m.sent_step, m.received_step));
+            got_at = Some((step, (*m.content).clone(), m.sent_step, m.received_step));
             break;
         }
         run_steps(&mut app, 1);
@@ -556,7 +556,7 @@ fn radio_parameters_from_the_scene_shape_delivery() {
     assert_eq!(got_at, Some((4, Payload::Text("hello b".into()), 0, 3)));
     let stats = app.world().resource::<Radio>().0.stats.clone();
     // c's outgoing link is off: its broadcast to a and b is dropped, twice.
-    assert_eq!(stats.dropped.get(&DropCause::LinkOff), Some(&2));
+    assert_eq!(stats.dropped.get(DropCause::LinkOff), 2);
     assert_eq!((stats.sent, stats.delivered, stats.in_flight), (3, 1, 0));
     assert!(app.world().get::<RadioIn>(a).unwrap().0.is_empty());
     assert!(app.world().get::<RadioIn>(c).unwrap().0.is_empty());
@@ -599,5 +599,45 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
         for n in [2, 8] {
             assert_eq!(hash_with(n), one, "{n} threads (the pool has {threads}), network {network}");
         }
+    }
+    // A lossy radio with every robot broadcasting every step (more senders than a chunk) and
+    // some robots sending to one robot: the same deliveries, drops and inboxes on any thread.
+    use crsim::comms::{DropCause, Payload, Radio, RadioIn, RadioOut, Target};
+    let mut scene = crsim::run::bench::bench_scene(600, 5, false);
+    scene.comms.range = Some(2.0);
+    scene.comms.probability = 0.7;
+    scene.comms.inbox_capacity = 12;
+    scene.comms.delay = 2;
+    fn chatter(mut robots: Query<(&Robot, &mut RadioOut)>) {
+        for (robot, mut out) in &mut robots {
+            out.0.push((Target::Broadcast, Payload::Text(format!("from {}", robot.index))));
+            if robot.index % 7 == 0 {
+                out.0.push((Target::Robot("r3".into()), Payload::Text("to r3".into())));
+            }
+        }
+    }
+    let radio_with = |threads: usize| {
+        let mut app = app(scene.clone());
+        app.insert_resource(Passes { threads });
+        app.add_systems(FixedUpdate, chatter.in_set(crsim::sim::ThinkSystems::Receive));
+        run_steps(&mut app, 20);
+        let stats = app.world().resource::<Radio>().0.stats.clone();
+        let mut inboxes: Vec<(String, Vec<(String, u64, Payload)>)> = app
+            .world_mut()
+            .query::<(&Name, &RadioIn)>()
+            .iter(app.world())
+            .map(|(n, i)| {
+                (n.to_string(), i.0.iter().map(|m| (m.sender.to_string(), m.seq, (*m.content).clone())).collect())
+            })
+            .collect();
+        inboxes.sort_by(|a, b| a.0.cmp(&b.0));
+        (stats, inboxes)
+    };
+    let one = radio_with(1);
+    let stats = &one.0;
+    assert!(stats.dropped.get(DropCause::Lost) > 0 && stats.dropped.get(DropCause::InboxFull) > 0, "{stats:?}");
+    assert!(stats.delivered > 30_000, "{stats:?}");
+    for n in [2, 8] {
+        assert!(radio_with(n) == one, "radio on {n} threads");
     }
 }

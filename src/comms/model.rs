@@ -13,13 +13,26 @@
 //! - probability: the product of the system's, the sender's and the pair's (when set);
 //! - delay and loss are decided at send time; `received_step = sent_step + delay`;
 //! - `get_messages(robot, step)` returns every queued message with `received_step <= step`.
+//!
+//! Robots are kept by [`RobotId`], a slot given at registration, so the hot path (a broadcast
+//! decided for a dozen neighbours, thousands of times a step) does no name lookups and no
+//! per-message allocation: the content is shared by every receiver of a send and names are
+//! shared strings. A send's links and ranges can be decided on any thread
+//! ([`CommsModel::plan`]); the loss draws and the queues are applied afterwards in sending order
+//! ([`CommsModel::apply`]), so the draws come from one seeded stream in a fixed order.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::RngExt;
 
 use crate::sim::rng::SimRng;
+
+/// A registered robot's slot in the model. Slots are not reused after unregistration.
+pub type RobotId = u32;
 
 /// What a robot may send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -133,13 +146,41 @@ impl DropCause {
     }
 }
 
-/// A message on its way, or delivered.
+/// Messages dropped, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drops([u64; 6]);
+
+impl Drops {
+    pub fn get(&self, cause: DropCause) -> u64 {
+        self.0[cause as usize]
+    }
+
+    pub fn add(&mut self, cause: DropCause, n: u64) {
+        self.0[cause as usize] += n;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The causes with at least one drop, in [`DropCause::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (DropCause, u64)> + '_ {
+        DropCause::ALL.into_iter().map(|c| (c, self.get(c))).filter(|(_, n)| *n > 0)
+    }
+
+    /// How many causes have at least one drop.
+    pub fn causes(&self) -> usize {
+        self.iter().count()
+    }
+}
+
+/// A message on its way, or delivered. The content is shared by every receiver of one send.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message<T> {
-    pub sender: String,
+    pub sender: Arc<str>,
     /// `None` for a broadcast.
-    pub receiver: Option<String>,
-    pub content: T,
+    pub receiver: Option<Arc<str>>,
+    pub content: Arc<T>,
     pub sent_step: u64,
     pub received_step: u64,
     /// Sending order, for ties.
@@ -170,7 +211,7 @@ pub struct CommsStats {
     pub sent: u64,
     pub delivered: u64,
     pub in_flight: u64,
-    pub dropped: BTreeMap<DropCause, u64>,
+    pub dropped: Drops,
     /// Sum and maximum of delivered messages' latency, in steps.
     pub latency_sum: u64,
     pub latency_max: u64,
@@ -180,7 +221,7 @@ pub struct CommsStats {
 
 impl CommsStats {
     pub fn dropped_total(&self) -> u64 {
-        self.dropped.values().sum()
+        self.dropped.total()
     }
 
     pub fn delivery_ratio(&self) -> f64 {
@@ -191,25 +232,22 @@ impl CommsStats {
     pub fn mean_latency(&self) -> f64 {
         if self.delivered == 0 { 0.0 } else { self.latency_sum as f64 / self.delivered as f64 }
     }
-
-    fn drop(&mut self, cause: DropCause) {
-        *self.dropped.entry(cause).or_default() += 1;
-    }
 }
 
-/// A registered robot: its parameters and its priority queue.
+/// A registered robot: its name, parameters and priority queue.
 #[derive(Debug, Clone)]
 pub struct RobotRecord<T> {
+    pub name: Arc<str>,
     pub params: RobotParams,
     /// Ordered by (received step, sending order).
-    inbox: BTreeMap<(u64, u64), Message<T>>,
+    inbox: Vec<Message<T>>,
     pub stats: CommsStats,
 }
 
 impl<T> RobotRecord<T> {
     /// Pending messages, soonest first.
     pub fn pending(&self) -> impl Iterator<Item = &Message<T>> {
-        self.inbox.values()
+        self.inbox.iter()
     }
 }
 
@@ -220,20 +258,11 @@ pub enum Target {
     Broadcast,
 }
 
-/// The communication model.
-#[derive(Debug, Clone)]
-pub struct CommsModel<T> {
-    pub system: SystemParams,
-    robots: HashMap<String, RobotRecord<T>>,
-    pairs: HashMap<(String, String), PairParams>,
-    /// Messages a robot's queue may hold.
-    pub capacity: usize,
-    rng: SimRng,
-    seq: u64,
-    pub stats: CommsStats,
-    /// Registered robots whose incoming link is off, valid unless `params_dirty`.
-    incoming_off: usize,
-    params_dirty: bool,
+/// Where a message goes, by slot: `Robot(None)` names a robot that is not registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum To {
+    Robot(Option<RobotId>),
+    Broadcast,
 }
 
 /// What became of one send: the messages queued (with the receive step of the last one) and
@@ -243,85 +272,166 @@ pub struct CommsModel<T> {
 pub struct Sent {
     pub queued: u64,
     pub received_step: Option<u64>,
-    pub dropped: BTreeMap<DropCause, u64>,
+    pub dropped: Drops,
 }
 
 impl Sent {
-    fn record(&mut self, outcome: Result<u64, DropCause>) {
-        match outcome {
-            Ok(step) => {
-                self.queued += 1;
-                self.received_step = Some(step);
-            }
-            Err(cause) => *self.dropped.entry(cause).or_default() += 1,
-        }
-    }
-
     /// Messages dropped for `cause`.
     pub fn dropped(&self, cause: DropCause) -> u64 {
-        self.dropped.get(&cause).copied().unwrap_or(0)
+        self.dropped.get(cause)
     }
 
     /// All messages of this send.
     pub fn total(&self) -> u64 {
-        self.queued + self.dropped.values().sum::<u64>()
+        self.queued + self.dropped.total()
     }
 }
 
-impl<T: Clone> CommsModel<T> {
+/// A send decided but not yet applied: drops by cause, and the receivers in reach (a range of
+/// the list [`CommsModel::plan`] was given) with their receive steps and delivery
+/// probabilities.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    sender: Option<RobotId>,
+    broadcast: bool,
+    drops: Drops,
+    errors: u64,
+    queue: Range<usize>,
+}
+
+/// A receiver in reach of a planned send: when its message would arrive, and the probability
+/// that it does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reach {
+    receiver: RobotId,
+    at: u64,
+    probability: f32,
+}
+
+/// Every change to a model's robots or pairs takes a new number from here, so a cache built
+/// for one model (a map from the world's robots to slots) knows when it is stale.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+/// The communication model.
+#[derive(Debug, Clone)]
+pub struct CommsModel<T> {
+    pub system: SystemParams,
+    slots: Vec<Option<RobotRecord<T>>>,
+    ids: HashMap<Arc<str>, RobotId>,
+    pairs: HashMap<(String, String), PairParams>,
+    /// `pairs` by slot, and each sender's pair receivers in name order; valid unless
+    /// `pairs_dirty`.
+    pair_ids: HashMap<(RobotId, RobotId), PairParams>,
+    pair_receivers: HashMap<RobotId, Vec<RobotId>>,
+    pairs_dirty: bool,
+    /// Messages a robot's queue may hold.
+    pub capacity: usize,
+    rng: SimRng,
+    seq: u64,
+    pub stats: CommsStats,
+    /// Registered robots whose incoming link is off, valid unless `params_dirty`.
+    incoming_off: usize,
+    params_dirty: bool,
+    generation: u64,
+}
+
+impl<T> CommsModel<T> {
+    /// An empty model; `rng` makes the loss draws.
     pub fn new(system: SystemParams, capacity: usize, rng: SimRng) -> Self {
         Self {
             system,
-            robots: HashMap::new(),
+            slots: Vec::new(),
+            ids: HashMap::new(),
             pairs: HashMap::new(),
+            pair_ids: HashMap::new(),
+            pair_receivers: HashMap::new(),
+            pairs_dirty: false,
             capacity,
             rng,
             seq: 0,
             stats: CommsStats::default(),
             incoming_off: 0,
             params_dirty: false,
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
         }
     }
 
+    /// Changes whenever robots register or unregister (unique across models).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn changed(&mut self) {
+        self.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
+        self.params_dirty = true;
+        self.pairs_dirty = true;
+    }
+
     /// Registers a robot with its communication type.
-    pub fn register(&mut self, name: &str, kind: CommType) -> Result<(), CommsError> {
-        if self.robots.contains_key(name) {
+    pub fn register(&mut self, name: &str, kind: CommType) -> Result<RobotId, CommsError> {
+        if self.ids.contains_key(name) {
             self.stats.errors += 1;
             return Err(CommsError::AlreadyRegistered(name.to_string()));
         }
-        let record =
-            RobotRecord { params: RobotParams::new(kind), inbox: BTreeMap::new(), stats: CommsStats::default() };
-        self.robots.insert(name.to_string(), record);
-        self.params_dirty = true;
-        Ok(())
+        let id = self.slots.len() as RobotId;
+        let name: Arc<str> = Arc::from(name);
+        self.slots.push(Some(RobotRecord {
+            name: name.clone(),
+            params: RobotParams::new(kind),
+            inbox: Vec::new(),
+            stats: CommsStats::default(),
+        }));
+        self.ids.insert(name, id);
+        self.changed();
+        Ok(id)
     }
 
     /// Unregisters a robot; what was still queued for it is dropped as sent to an unknown robot.
     pub fn unregister(&mut self, name: &str) -> Result<(), CommsError> {
-        let Some(record) = self.robots.remove(name) else {
+        let Some(id) = self.ids.remove(name) else {
             self.stats.errors += 1;
             return Err(CommsError::UnknownRobot(name.to_string()));
         };
-        for _ in record.inbox.values() {
-            self.stats.in_flight -= 1;
-            self.stats.drop(DropCause::UnknownRobot);
-        }
+        let record = self.slots[id as usize].take().expect("a registered robot has a slot");
+        let queued = record.inbox.len() as u64;
+        self.stats.in_flight -= queued;
+        self.stats.dropped.add(DropCause::UnknownRobot, queued);
         self.pairs.retain(|(a, b), _| a != name && b != name);
-        self.params_dirty = true;
+        self.changed();
         Ok(())
     }
 
+    /// The slot of a registered robot.
+    pub fn id(&self, name: &str) -> Option<RobotId> {
+        self.ids.get(name).copied()
+    }
+
+    /// Registered robots.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
     pub fn robot(&self, name: &str) -> Option<&RobotRecord<T>> {
-        self.robots.get(name)
+        self.record(self.id(name)?)
+    }
+
+    pub fn record(&self, id: RobotId) -> Option<&RobotRecord<T>> {
+        self.slots.get(id as usize)?.as_ref()
     }
 
     pub fn robot_params_mut(&mut self, name: &str) -> Option<&mut RobotParams> {
         self.params_dirty = true;
-        self.robots.get_mut(name).map(|r| &mut r.params)
+        let id = self.id(name)?;
+        self.slots[id as usize].as_mut().map(|r| &mut r.params)
     }
 
     pub fn set_pair(&mut self, sender: &str, receiver: &str, params: PairParams) {
         self.pairs.insert((sender.to_string(), receiver.to_string()), params);
+        self.pairs_dirty = true;
     }
 
     /// Every pair's parameters, sorted by sender and receiver.
@@ -340,6 +450,7 @@ impl<T: Clone> CommsModel<T> {
     /// Replaces every pair's parameters (a recorded change made from outside).
     pub fn replace_pairs(&mut self, pairs: &[(String, String, PairParams)]) {
         self.pairs = pairs.iter().map(|(a, b, p)| ((a.clone(), b.clone()), *p)).collect();
+        self.pairs_dirty = true;
     }
 
     pub fn pair(&self, sender: &str, receiver: &str) -> Option<&PairParams> {
@@ -348,38 +459,66 @@ impl<T: Clone> CommsModel<T> {
 
     /// The effective link from `sender` to `receiver`, if both are registered.
     pub fn link(&self, sender: &str, receiver: &str) -> Option<EffectiveLink> {
-        let (s, r) = (self.robots.get(sender)?, self.robots.get(receiver)?);
+        let (s, r) = (self.robot(sender)?, self.robot(receiver)?);
         Some(effective_link(&self.system, &s.params, &r.params, self.pair(sender, receiver)))
     }
 
-    /// Sends `content` at `step`, checking in the order of seed 000: the system link, then the
+    /// Brings the derived tables up to date after parameters, pairs or robots changed; call
+    /// before [`CommsModel::plan`] ([`CommsModel::send`] does).
+    pub fn prepare(&mut self) {
+        if self.params_dirty {
+            self.incoming_off = self.slots.iter().flatten().filter(|r| !r.params.incoming).count();
+            self.params_dirty = false;
+        }
+        if self.pairs_dirty {
+            self.pair_ids.clear();
+            self.pair_receivers.clear();
+            let mut pairs: Vec<(&(String, String), &PairParams)> = self.pairs.iter().collect();
+            pairs.sort_by(|a, b| a.0.cmp(b.0));
+            for ((a, b), p) in pairs {
+                if let (Some(s), Some(r)) = (self.id(a), self.id(b)) {
+                    self.pair_ids.insert((s, r), *p);
+                    if s != r {
+                        self.pair_receivers.entry(s).or_default().push(r);
+                    }
+                }
+            }
+            self.pairs_dirty = false;
+        }
+    }
+
+    /// Decides a send at `step`, checking in the order of seed 000: the system link, then the
     /// sender (its ability for this kind of message, its outgoing link), then each receiver
-    /// (links, range, delivery probability, room in its queue).
+    /// (links, range). The loss draw and room in the receiver's queue come when the send is
+    /// applied.
     ///
-    /// A broadcast goes to every other registered robot. `candidates` are the robots the caller's
-    /// spatial index found within the sender's widest range (any others are out of range, or
-    /// have their link off): each is decided on its own, with its own loss draw, and so is every
-    /// robot with pair parameters from this sender; the rest are counted in bulk. `distance`
-    /// gives the distance between two robots at send time.
-    pub fn send(
-        &mut self,
-        sender: &str,
-        target: Target,
-        content: T,
+    /// A broadcast goes to every other registered robot. `candidates` (distinct) are the robots
+    /// the caller's spatial index found within the sender's widest range (any others are out of
+    /// range, or have their link off): each is decided on its own, and so is every robot with
+    /// pair parameters from this sender; the rest are counted in bulk. `distance` gives the
+    /// distance between two robots at send time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plan(
+        &self,
+        sender: Option<RobotId>,
+        to: To,
         step: u64,
-        candidates: &[String],
-        distance: impl Fn(&str, &str) -> Option<f32>,
-    ) -> Sent {
-        let mut sent = Sent::default();
-        let Some(from) = self.robots.get(sender) else {
-            self.stats.errors += 1;
-            self.settle_drops(sender, DropCause::UnknownRobot, 1, &mut sent);
-            return sent;
+        candidates: &[RobotId],
+        distance: impl Fn(RobotId, RobotId) -> Option<f32>,
+        queue: &mut Vec<Reach>,
+    ) -> Planned {
+        debug_assert!(!self.params_dirty && !self.pairs_dirty, "prepare() before plan()");
+        let start = queue.len();
+        let broadcast = to == To::Broadcast;
+        let mut planned = Planned { sender, broadcast, drops: Drops::default(), errors: 0, queue: start..start };
+        let Some((s, from)) = sender.and_then(|s| Some((s, self.record(s)?))) else {
+            planned.errors += 1;
+            planned.drops.add(DropCause::UnknownRobot, 1);
+            return planned;
         };
         let params = from.params;
-        let broadcast = target == Target::Broadcast;
         // How many messages this send is: one, or one per other registered robot.
-        let count = if broadcast { self.robots.len() as u64 - 1 } else { 1 };
+        let count = if broadcast { self.len() as u64 - 1 } else { 1 };
         let able = if broadcast { params.kind.broadcast } else { params.kind.point_to_point };
         // The system link first, then the sender's ability, then its outgoing link.
         let sender_cause = if !self.system.link {
@@ -392,138 +531,173 @@ impl<T: Clone> CommsModel<T> {
             None
         };
         if let Some(cause) = sender_cause {
-            self.settle_drops(sender, cause, count, &mut sent);
-            return sent;
+            planned.drops.add(cause, count);
+            return planned;
         }
-        let Target::Robot(receiver) = target else {
-            // Broadcast: the candidates (in the caller's order) and the receivers with pair
-            // parameters (in name order) one by one, the rest in bulk.
-            let mut pair_receivers: Vec<&String> =
-                self.pairs.keys().filter(|(a, b)| a == sender && b != sender).map(|(_, b)| b).collect();
-            pair_receivers.sort_unstable();
-            let mut order: Vec<String> = Vec::with_capacity(candidates.len() + pair_receivers.len());
-            let mut taken: HashSet<&str> = HashSet::with_capacity(candidates.len() + pair_receivers.len());
-            for r in candidates.iter().chain(pair_receivers) {
-                if r != sender && self.robots.contains_key(r) && taken.insert(r.as_str()) {
-                    order.push(r.clone());
+        let mut decide = |r: RobotId, record: &RobotRecord<T>, drops: &mut Drops| {
+            let link = effective_link(&self.system, &params, &record.params, self.pair_ids.get(&(s, r)));
+            let outcome = if !link.up {
+                Err(DropCause::LinkOff)
+            } else if link.range.is_some_and(|range| distance(s, r).is_none_or(|d| d > range)) {
+                Err(DropCause::OutOfRange)
+            } else {
+                Ok(Reach { receiver: r, at: step + u64::from(link.delay), probability: link.probability })
+            };
+            match outcome {
+                Ok(reach) => queue.push(reach),
+                Err(cause) => drops.add(cause, 1),
+            }
+        };
+        match to {
+            To::Robot(receiver) => match receiver.and_then(|r| Some((r, self.record(r)?))) {
+                Some((r, record)) => decide(r, record, &mut planned.drops),
+                None => {
+                    planned.errors += 1;
+                    planned.drops.add(DropCause::UnknownRobot, 1);
+                }
+            },
+            To::Broadcast => {
+                // The candidates (in the caller's order) and the receivers with pair parameters
+                // (in name order) one by one, the rest in bulk.
+                let extra = self.pair_receivers.get(&s).map_or(&[][..], |v| v.as_slice());
+                let (mut decided, mut off_decided) = (0u64, 0usize);
+                let others = candidates.iter().chain(extra.iter().filter(|r| !candidates.contains(r)));
+                for &r in others {
+                    let Some(record) = self.record(r).filter(|_| r != s) else { continue };
+                    decided += 1;
+                    off_decided += usize::from(!record.params.incoming);
+                    decide(r, record, &mut planned.drops);
+                }
+                let rest = count - decided;
+                if rest > 0 {
+                    let off = (self.incoming_off - usize::from(!params.incoming) - off_decided) as u64;
+                    planned.drops.add(DropCause::LinkOff, off.min(rest));
+                    planned.drops.add(DropCause::OutOfRange, rest - off.min(rest));
                 }
             }
-            for r in &order {
-                let outcome = self.send_one(sender, r, true, content.clone(), step, &distance);
-                sent.record(outcome);
+        }
+        planned.queue = start..queue.len();
+        planned
+    }
+
+    /// Applies a planned send (`queue` is the list it was planned into): counts its drops, then
+    /// for each receiver in reach, in order, draws for loss (one draw per message, always, so the
+    /// stream does not depend on the probability) and queues the message if there is room.
+    pub fn apply(&mut self, planned: &Planned, queue: &[Reach], content: T, step: u64) -> Sent {
+        let mut sent = Sent { dropped: planned.drops, ..Sent::default() };
+        self.stats.errors += planned.errors;
+        let drops = planned.drops.total();
+        self.stats.sent += drops;
+        for (cause, n) in planned.drops.iter() {
+            self.stats.dropped.add(cause, n);
+        }
+        let Some(s) = planned.sender.filter(|&s| self.record(s).is_some()) else { return sent };
+        let sender = {
+            let from = self.slots[s as usize].as_mut().expect("checked");
+            from.stats.sent += drops;
+            for (cause, n) in planned.drops.iter() {
+                from.stats.dropped.add(cause, n);
             }
-            let rest = count - order.len() as u64;
-            if rest > 0 {
-                self.refresh_incoming_off();
-                let off_decided =
-                    order.iter().filter(|r| self.robots.get(r.as_str()).is_some_and(|r| !r.params.incoming)).count();
-                let off = (self.incoming_off - usize::from(!params.incoming) - off_decided) as u64;
-                self.settle_drops(sender, DropCause::LinkOff, off.min(rest), &mut sent);
-                self.settle_drops(sender, DropCause::OutOfRange, rest - off.min(rest), &mut sent);
-            }
-            return sent;
+            from.name.clone()
         };
-        let outcome = self.send_one(sender, &receiver, false, content, step, &distance);
-        sent.record(outcome);
+        let content = Arc::new(content);
+        let (mut queued, mut lost, mut full) = (0, 0, 0);
+        for &Reach { receiver, at, probability } in &queue[planned.queue.clone()] {
+            let draw: f32 = self.rng.random();
+            if draw >= probability {
+                lost += 1;
+                continue;
+            }
+            let Some(record) = self.slots.get_mut(receiver as usize).and_then(|r| r.as_mut()) else { continue };
+            if record.inbox.len() >= self.capacity {
+                full += 1;
+                continue;
+            }
+            self.seq += 1;
+            let message = Message {
+                sender: sender.clone(),
+                receiver: (!planned.broadcast).then(|| record.name.clone()),
+                content: content.clone(),
+                sent_step: step,
+                received_step: at,
+                seq: self.seq,
+            };
+            // Later sends usually arrive last: append, or insert after every message due by then.
+            if record.inbox.last().is_none_or(|m| m.received_step <= at) {
+                record.inbox.push(message);
+            } else {
+                let i = record.inbox.partition_point(|m| m.received_step <= at);
+                record.inbox.insert(i, message);
+            }
+            queued += 1;
+            sent.received_step = Some(at);
+        }
+        sent.queued = queued;
+        let from = &mut self.slots[s as usize].as_mut().expect("checked").stats;
+        for stats in [&mut self.stats, from] {
+            stats.sent += queued + lost + full;
+            stats.dropped.add(DropCause::Lost, lost);
+            stats.dropped.add(DropCause::InboxFull, full);
+        }
+        self.stats.in_flight += queued;
+        sent.dropped.add(DropCause::Lost, lost);
+        sent.dropped.add(DropCause::InboxFull, full);
         sent
     }
 
-    /// Recounts the robots whose incoming link is off after their parameters may have changed.
-    fn refresh_incoming_off(&mut self) {
-        if self.params_dirty {
-            self.incoming_off = self.robots.values().filter(|r| !r.params.incoming).count();
-            self.params_dirty = false;
-        }
-    }
-
-    fn settle_drops(&mut self, sender: &str, cause: DropCause, n: u64, sent: &mut Sent) {
-        if n == 0 {
-            return;
-        }
-        self.stats.sent += n;
-        *self.stats.dropped.entry(cause).or_default() += n;
-        if let Some(s) = self.robots.get_mut(sender) {
-            s.stats.sent += n;
-            *s.stats.dropped.entry(cause).or_default() += n;
-        }
-        *sent.dropped.entry(cause).or_default() += n;
-    }
-
-    fn settle_drop(&mut self, sender: &str, cause: DropCause) -> Result<u64, DropCause> {
-        let mut sent = Sent::default();
-        self.settle_drops(sender, cause, 1, &mut sent);
-        Err(cause)
-    }
-
-    fn send_one(
+    /// Plans and applies one send (see [`CommsModel::plan`]).
+    pub fn send(
         &mut self,
-        sender: &str,
-        receiver: &str,
-        broadcast: bool,
+        sender: Option<RobotId>,
+        to: To,
         content: T,
         step: u64,
-        distance: &impl Fn(&str, &str) -> Option<f32>,
-    ) -> Result<u64, DropCause> {
-        let Some(link) = self.link(sender, receiver) else {
-            self.stats.errors += 1;
-            return self.settle_drop(sender, DropCause::UnknownRobot);
-        };
-        if !link.up {
-            return self.settle_drop(sender, DropCause::LinkOff);
+        candidates: &[RobotId],
+        distance: impl Fn(RobotId, RobotId) -> Option<f32>,
+    ) -> Sent {
+        self.prepare();
+        let mut queue = Vec::new();
+        let planned = self.plan(sender, to, step, candidates, distance, &mut queue);
+        self.apply(&planned, &queue, content, step)
+    }
+
+    /// Whether `id` has a message due by `step`.
+    pub fn has_due(&self, id: RobotId, step: u64) -> bool {
+        self.record(id).and_then(|r| r.inbox.first()).is_some_and(|m| m.received_step <= step)
+    }
+
+    /// Moves every message for `id` whose receive step has come into `out` (emptied first), in
+    /// (receive step, sending order) order.
+    pub fn take_due(&mut self, id: RobotId, step: u64, out: &mut Vec<Message<T>>) {
+        out.clear();
+        let Some(record) = self.slots.get_mut(id as usize).and_then(|r| r.as_mut()) else { return };
+        let due = record.inbox.partition_point(|m| m.received_step <= step);
+        if due == record.inbox.len() {
+            std::mem::swap(out, &mut record.inbox);
+        } else {
+            out.extend(record.inbox.drain(..due));
         }
-        if let Some(range) = link.range
-            && distance(sender, receiver).is_none_or(|d| d > range)
-        {
-            return self.settle_drop(sender, DropCause::OutOfRange);
+        let n = out.len() as u64;
+        record.stats.delivered += n;
+        self.stats.delivered += n;
+        self.stats.in_flight -= n;
+        for m in out.iter() {
+            let latency = m.received_step - m.sent_step;
+            self.stats.latency_sum += latency;
+            self.stats.latency_max = self.stats.latency_max.max(latency);
         }
-        // One draw per message, always, so the stream does not depend on the probability.
-        let draw: f32 = self.rng.random();
-        if draw >= link.probability {
-            return self.settle_drop(sender, DropCause::Lost);
-        }
-        let capacity = self.capacity;
-        let record = self.robots.get_mut(receiver).expect("checked by link()");
-        if record.inbox.len() >= capacity {
-            return self.settle_drop(sender, DropCause::InboxFull);
-        }
-        self.seq += 1;
-        let received_step = step + u64::from(link.delay);
-        let message = Message {
-            sender: sender.to_string(),
-            receiver: (!broadcast).then(|| receiver.to_string()),
-            content,
-            sent_step: step,
-            received_step,
-            seq: self.seq,
-        };
-        record.inbox.insert((received_step, self.seq), message);
-        self.stats.sent += 1;
-        self.stats.in_flight += 1;
-        if let Some(s) = self.robots.get_mut(sender) {
-            s.stats.sent += 1;
-        }
-        Ok(received_step)
     }
 
     /// Takes every message for `robot` whose receive step has come, in (receive step, sending
     /// order) order.
     pub fn get_messages(&mut self, robot: &str, step: u64) -> Result<Vec<Message<T>>, CommsError> {
-        let Some(record) = self.robots.get_mut(robot) else {
+        let Some(id) = self.id(robot) else {
             self.stats.errors += 1;
             return Err(CommsError::UnknownRobot(robot.to_string()));
         };
-        let later = record.inbox.split_off(&(step + 1, 0));
-        let due = std::mem::replace(&mut record.inbox, later);
-        let messages: Vec<Message<T>> = due.into_values().collect();
-        for m in &messages {
-            let latency = m.received_step - m.sent_step;
-            record.stats.delivered += 1;
-            self.stats.delivered += 1;
-            self.stats.in_flight -= 1;
-            self.stats.latency_sum += latency;
-            self.stats.latency_max = self.stats.latency_max.max(latency);
-        }
-        Ok(messages)
+        let mut out = Vec::new();
+        self.take_due(id, step, &mut out);
+        Ok(out)
     }
 }
 
@@ -531,6 +705,28 @@ impl<T: Clone> CommsModel<T> {
 mod tests {
     use super::*;
     use crate::sim::rng::stream;
+    use rand::RngExt;
+
+    /// A send by names, as the radio makes it by slots.
+    fn send<T: Clone>(
+        m: &mut CommsModel<T>,
+        sender: &str,
+        target: Target,
+        content: T,
+        step: u64,
+        candidates: &[String],
+        distance: impl Fn(&str, &str) -> Option<f32>,
+    ) -> Sent {
+        let to = match target {
+            Target::Robot(r) => To::Robot(m.id(&r)),
+            Target::Broadcast => To::Broadcast,
+        };
+        let candidates: Vec<RobotId> = candidates.iter().filter_map(|c| m.id(c)).collect();
+        let names: Vec<Option<Arc<str>>> =
+            (0..m.slots.len() as RobotId).map(|i| m.record(i).map(|r| r.name.clone())).collect();
+        let dist = |a: RobotId, b: RobotId| distance(names[a as usize].as_deref()?, names[b as usize].as_deref()?);
+        m.send(m.id(sender), to, content, step, &candidates, dist)
+    }
 
     const BOTH: CommType = CommType { broadcast: true, point_to_point: true };
 
@@ -584,9 +780,9 @@ mod tests {
         let mut m = model(&["a", "b", "c"]);
         m.set_pair("a", "c", PairParams { delay: Some(3), ..default_pair() });
         for (from, what, step) in [("a", "late", 0), ("b", "first", 2), ("a", "tie-a", 0)] {
-            assert_eq!(m.send(from, Target::Robot("c".into()), what, step, &[], near).queued, 1);
+            assert_eq!(send(&mut m, from, Target::Robot("c".into()), what, step, &[], near).queued, 1);
         }
-        let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| m.content).collect();
+        let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| *m.content).collect();
         // "first" arrives at step 2; "late" and "tie-a" both at 3, in sending order.
         assert_eq!(got, vec!["first", "late", "tie-a"]);
         assert!(m.get_messages("c", 10).unwrap().is_empty(), "removed once delivered");
@@ -596,7 +792,7 @@ mod tests {
     fn delay_holds_messages_until_their_step() {
         let mut m = model(&["a", "b"]);
         m.system.delay = 4;
-        assert_eq!(m.send("a", Target::Robot("b".into()), "x", 10, &[], near).received_step, Some(14));
+        assert_eq!(send(&mut m, "a", Target::Robot("b".into()), "x", 10, &[], near).received_step, Some(14));
         assert!(m.get_messages("b", 13).unwrap().is_empty());
         let got = m.get_messages("b", 20).unwrap();
         assert_eq!((got.len(), got[0].received_step), (1, 14));
@@ -609,11 +805,11 @@ mod tests {
         m.capacity = 20_000;
         m.system.probability = 0.7;
         for step in 0..10_000 {
-            m.send("a", Target::Robot("b".into()), "x", step, &[], near);
+            send(&mut m, "a", Target::Robot("b".into()), "x", step, &[], near);
         }
         let n = m.get_messages("b", 10_000).unwrap().len() as f64;
         assert!((n / 10_000.0 - 0.7).abs() <= 0.02, "{n}");
-        assert_eq!(m.stats.dropped[&DropCause::Lost] as f64 + n, 10_000.0);
+        assert_eq!(m.stats.dropped.get(DropCause::Lost) as f64 + n, 10_000.0);
     }
 
     #[test]
@@ -621,11 +817,11 @@ mod tests {
         let mut m = model(&["a", "b", "c", "d"]);
         m.system.range = Some(5.0);
         let dist = |_: &str, r: &str| Some(if r == "d" { 9.0 } else { 2.0 });
-        let out = m.send("a", Target::Broadcast, "hello", 0, &names(&["a", "b", "c", "d"]), dist);
+        let out = send(&mut m, "a", Target::Broadcast, "hello", 0, &names(&["a", "b", "c", "d"]), dist);
         assert_eq!((out.queued, out.dropped(DropCause::OutOfRange), out.total()), (2, 1, 3));
         assert!(m.get_messages("a", 0).unwrap().is_empty());
         let got = m.get_messages("b", 0).unwrap();
-        assert_eq!((got[0].receiver.clone(), got[0].sender.as_str()), (None, "a"));
+        assert_eq!((got[0].receiver.clone(), &*got[0].sender), (None, "a"));
         assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
         assert!(m.get_messages("d", 0).unwrap().is_empty());
     }
@@ -636,11 +832,14 @@ mod tests {
         m.register("shy", CommType { broadcast: false, point_to_point: true }).unwrap();
         m.register("loud", CommType { broadcast: true, point_to_point: false }).unwrap();
         // A broadcast is one message for every other registered robot: b and the other robot.
-        assert_eq!(m.send("shy", Target::Broadcast, "x", 0, &names(&["b"]), near).dropped(DropCause::NoAbility), 2);
-        assert_eq!(m.send("loud", Target::Robot("b".into()), "x", 0, &[], near).dropped(DropCause::NoAbility), 1);
-        assert_eq!(m.send("shy", Target::Robot("b".into()), "x", 0, &[], near).queued, 1);
+        assert_eq!(
+            send(&mut m, "shy", Target::Broadcast, "x", 0, &names(&["b"]), near).dropped(DropCause::NoAbility),
+            2
+        );
+        assert_eq!(send(&mut m, "loud", Target::Robot("b".into()), "x", 0, &[], near).dropped(DropCause::NoAbility), 1);
+        assert_eq!(send(&mut m, "shy", Target::Robot("b".into()), "x", 0, &[], near).queued, 1);
         // Everyone but b is beyond the spatial index's reach: out of range, counted all the same.
-        let out = m.send("loud", Target::Broadcast, "x", 0, &names(&["b"]), near);
+        let out = send(&mut m, "loud", Target::Broadcast, "x", 0, &names(&["b"]), near);
         assert_eq!((out.queued, out.dropped(DropCause::OutOfRange)), (1, 1));
     }
 
@@ -648,8 +847,14 @@ mod tests {
     fn unknown_robots_and_double_registration_are_errors_and_counted() {
         let mut m = model(&["a"]);
         assert_eq!(m.register("a", BOTH), Err(CommsError::AlreadyRegistered("a".into())));
-        assert_eq!(m.send("ghost", Target::Robot("a".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot), 1);
-        assert_eq!(m.send("a", Target::Robot("ghost".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot), 1);
+        assert_eq!(
+            send(&mut m, "ghost", Target::Robot("a".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot),
+            1
+        );
+        assert_eq!(
+            send(&mut m, "a", Target::Robot("ghost".into()), "x", 0, &[], near).dropped(DropCause::UnknownRobot),
+            1
+        );
         assert!(m.get_messages("ghost", 0).is_err());
         assert_eq!(m.stats.errors, 4);
         assert!(identity_holds(&m));
@@ -659,9 +864,10 @@ mod tests {
     fn overflow_is_counted() {
         let mut m = model(&["a", "b"]);
         m.capacity = 2;
-        let out: Vec<_> = (0..3).map(|i| m.send("a", Target::Robot("b".into()), "x", i, &[], near).queued).collect();
+        let out: Vec<_> =
+            (0..3).map(|i| send(&mut m, "a", Target::Robot("b".into()), "x", i, &[], near).queued).collect();
         assert_eq!(out, vec![1, 1, 0]);
-        assert_eq!(m.stats.dropped[&DropCause::InboxFull], 1);
+        assert_eq!(m.stats.dropped.get(DropCause::InboxFull), 1);
     }
 
     #[test]
@@ -676,10 +882,10 @@ mod tests {
             let s = robots[rng.random_range(0..5)];
             m.system.delay = rng.random_range(0..4);
             if rng.random_bool(0.3) {
-                m.send(s, Target::Broadcast, "b", step, &names(&robots), |_, _| Some(5.0));
+                send(&mut m, s, Target::Broadcast, "b", step, &names(&robots), |_, _| Some(5.0));
             } else {
                 let r = robots[rng.random_range(0..5)];
-                m.send(s, Target::Robot(r.into()), "p", step, &[], |_, _| Some(if r == "e" { 7.0 } else { 1.0 }));
+                send(&mut m, s, Target::Robot(r.into()), "p", step, &[], |_, _| Some(if r == "e" { 7.0 } else { 1.0 }));
             }
             if rng.random_bool(0.5) {
                 let _ = m.get_messages(robots[rng.random_range(0..5)], step);
@@ -689,7 +895,7 @@ mod tests {
             }
             assert!(identity_holds(&m), "step {step}: {:?}", m.stats);
         }
-        assert!(m.stats.dropped.len() >= 4, "{:?}", m.stats.dropped);
+        assert!(m.stats.dropped.causes() >= 4, "{:?}", m.stats.dropped);
     }
 
     #[test]
@@ -701,7 +907,7 @@ mod tests {
         m.set_pair("a", "f", PairParams { link: Some(false), ..default_pair() });
         let dist = |_: &str, r: &str| Some(if r == "b" { 1.0 } else { 10.0 });
         // The spatial index found b only; c and d are far, e hears nothing, f not from a.
-        let out = m.send("a", Target::Broadcast, "x", 0, &names(&["b"]), dist);
+        let out = send(&mut m, "a", Target::Broadcast, "x", 0, &names(&["b"]), dist);
         assert_eq!(out.queued, 1);
         assert_eq!(out.dropped(DropCause::OutOfRange), 2);
         assert_eq!(out.dropped(DropCause::LinkOff), 2);
@@ -716,17 +922,17 @@ mod tests {
         let mut m = model(&["b", "c"]);
         m.register("mute", CommType { broadcast: false, point_to_point: false }).unwrap();
         m.system.link = false;
-        let out = m.send("mute", Target::Broadcast, "x", 0, &names(&["b", "c"]), near);
+        let out = send(&mut m, "mute", Target::Broadcast, "x", 0, &names(&["b", "c"]), near);
         assert_eq!((out.dropped(DropCause::LinkOff), out.dropped(DropCause::NoAbility)), (2, 0));
         // With it on, the ability comes before the sender's outgoing link.
         m.system.link = true;
         m.robot_params_mut("mute").unwrap().outgoing = false;
-        let out = m.send("mute", Target::Robot("b".into()), "x", 0, &[], near);
+        let out = send(&mut m, "mute", Target::Robot("b".into()), "x", 0, &[], near);
         assert_eq!(out.dropped(DropCause::NoAbility), 1);
         // A receiver out of range whose link is off is counted as link off: links come first.
         m.robot_params_mut("c").unwrap().incoming = false;
         m.system.range = Some(1.0);
-        let out = m.send("b", Target::Robot("c".into()), "x", 0, &[], |_, _| Some(5.0));
+        let out = send(&mut m, "b", Target::Robot("c".into()), "x", 0, &[], |_, _| Some(5.0));
         assert_eq!(out.dropped(DropCause::LinkOff), 1);
     }
 
@@ -736,10 +942,65 @@ mod tests {
         m.system = SystemParams { link: true, range: Some(5.0), delay: 2, probability: 1.0 };
         // A wider pair range does not reach further than the system's.
         m.set_pair("a", "b", PairParams { range: Some(50.0), delay: Some(7), ..default_pair() });
-        let out = m.send("a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(8.0));
+        let out = send(&mut m, "a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(8.0));
         assert_eq!(out.dropped(DropCause::OutOfRange), 1);
-        let out = m.send("a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(4.0));
+        let out = send(&mut m, "a", Target::Robot("b".into()), "x", 0, &[], |_, _| Some(4.0));
         assert_eq!(out.received_step, Some(7));
+    }
+
+    #[test]
+    fn sends_planned_in_any_order_and_applied_in_order_give_the_same_result() {
+        let robots = ["a", "b", "c", "d"];
+        let setup = || {
+            let mut m = model(&robots);
+            m.system.probability = 0.6;
+            m.system.delay = 1;
+            m.capacity = 5;
+            m.prepare();
+            m
+        };
+        let ids = |m: &CommsModel<&'static str>| robots.map(|r| m.id(r));
+        let far = |_: RobotId, _: RobotId| Some(1.0);
+        let sends: Vec<(usize, To, &str)> = (0..40)
+            .map(|i| (i % 4, if i % 3 == 0 { To::Robot(Some(((i + 1) % 4) as RobotId)) } else { To::Broadcast }, "m"))
+            .collect();
+        let all: Vec<RobotId> = (0..4).collect();
+        // One by one.
+        let mut one = setup();
+        let by_one: Vec<Sent> = sends.iter().map(|&(s, to, c)| one.send(ids(&one)[s], to, c, 7, &all, far)).collect();
+        // All planned first, last to first, then applied in order.
+        let mut two = setup();
+        let mut queues = vec![Vec::new(); sends.len()];
+        let mut plans: Vec<Option<Planned>> = vec![None; sends.len()];
+        for i in (0..sends.len()).rev() {
+            let (s, to, _) = sends[i];
+            plans[i] = Some(two.plan(ids(&two)[s], to, 7, &all, far, &mut queues[i]));
+        }
+        let by_plan: Vec<Sent> =
+            (0..sends.len()).map(|i| two.apply(plans[i].as_ref().unwrap(), &queues[i], sends[i].2, 7)).collect();
+        assert_eq!(by_one, by_plan);
+        assert_eq!(one.stats, two.stats);
+        assert!(one.stats.dropped.get(DropCause::Lost) > 0 && one.stats.dropped.get(DropCause::InboxFull) > 0);
+        for r in robots {
+            let got = |m: &mut CommsModel<&'static str>| {
+                m.get_messages(r, 8).unwrap().into_iter().map(|m| (m.sender, m.seq)).collect::<Vec<_>>()
+            };
+            assert_eq!(got(&mut one), got(&mut two), "{r}");
+        }
+    }
+
+    #[test]
+    fn receivers_of_a_broadcast_share_its_content() {
+        let mut m: CommsModel<String> = CommsModel::new(SystemParams::default(), 8, stream(1, "comms", 0));
+        for n in ["a", "b", "c"] {
+            m.register(n, BOTH).unwrap();
+        }
+        let all: Vec<RobotId> = (0..3).collect();
+        let out = m.send(m.id("a"), To::Broadcast, "hello".to_string(), 0, &all, |_, _| None);
+        assert_eq!(out.queued, 2);
+        let (b, c) = (m.get_messages("b", 0).unwrap(), m.get_messages("c", 0).unwrap());
+        assert!(Arc::ptr_eq(&b[0].content, &c[0].content));
+        assert_eq!((&*b[0].sender, b[0].receiver.as_deref()), ("a", None));
     }
 
     #[test]
@@ -751,7 +1012,7 @@ mod tests {
                 m.register(n, BOTH).unwrap();
             }
             (0..200)
-                .map(|i| m.send("a", Target::Robot("b".into()), i, i as u64, &[], near).queued == 1)
+                .map(|i| send(&mut m, "a", Target::Robot("b".into()), i, i as u64, &[], near).queued == 1)
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(3), run(3));

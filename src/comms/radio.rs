@@ -4,18 +4,20 @@
 //! [`RadioIn`] for the next think stage. Broadcast fan-out asks the world's spatial index for the
 //! robots within range instead of scanning all robots.
 
-use std::collections::HashMap;
-
+use bevy::ecs::entity::EntityHashMap;
 use bevy::prelude::*;
+use bevy::tasks::{ComputeTaskPool, ParallelSlice};
 use serde_json::json;
 
-use super::model::{CommType, CommsError, CommsModel, PairParams, RobotParams, SystemParams, Target};
+use super::model::{
+    CommType, CommsError, CommsModel, PairParams, Planned, Reach, RobotId, RobotParams, SystemParams, Target, To,
+};
 use super::{DropCause, Message};
 use crate::robot::Robot;
 use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream;
-use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::sim::{LoadSystems, PASS_CHUNK, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
 use crate::world::{Seeable, SpatialIndex};
 
 /// The robot's communication abilities (seed 000), as written in the scene.
@@ -176,75 +178,46 @@ pub struct RadioLog {
     pub sends: Vec<(String, Option<String>, crate::comms::model::Sent)>,
 }
 
+/// The world's robots by slot in the model, rebuilt when robots register or unregister.
+#[derive(Default)]
+struct Slots {
+    generation: u64,
+    /// The slot of each robot, in robot order (`None`: not registered).
+    by_order: Vec<Option<RobotId>>,
+    /// Robot order and slot of each registered robot.
+    by_entity: EntityHashMap<(u32, RobotId)>,
+    /// Where each slot's robot is this step.
+    positions: Vec<Option<Vec2>>,
+}
+
+/// One robot's sends of this step.
+struct Outgoing {
+    sender: Option<RobotId>,
+    name: String,
+    pos: Vec2,
+    sends: Vec<(Target, Payload)>,
+}
+
+/// A chunk of senders' sends, decided: one plan per send, in order, and their receivers.
+type Decided = (Vec<Planned>, Vec<Reach>);
+
+#[allow(clippy::too_many_arguments)]
 fn deliver(
     time: Res<SimTime>,
     mut log: ResMut<RadioLog>,
     index: Res<SpatialIndex>,
     order: Res<RobotOrder>,
+    passes: Res<Passes>,
     mut radio: ResMut<Radio>,
     mut robots: Query<(&Name, &Transform, &mut RadioOut, &mut RadioIn), With<Robot>>,
-    names: Query<(&Name, &Robot)>,
+    mut slots: Local<Slots>,
+    mut outgoing: Local<Vec<Outgoing>>,
 ) {
     if log.enabled {
         log.sends.clear();
     }
     let talking = robots.iter().any(|(_, _, out, _)| !out.0.is_empty());
-    let positions: HashMap<String, Vec2> = if talking {
-        robots.iter().map(|(n, t, _, _)| (n.to_string(), t.translation.truncate())).collect()
-    } else {
-        HashMap::new()
-    };
-    let distance = |a: &str, b: &str| Some(positions.get(a)?.distance(*positions.get(b)?));
     let model = &mut radio.0;
-    // Robots send in robot order, so loss draws are made in a stable order.
-    for &e in &order.0 {
-        let Ok((name, transform, mut out, _)) = robots.get_mut(e) else { continue };
-        if out.0.is_empty() {
-            continue;
-        }
-        let sender = name.to_string();
-        let pos = transform.translation.truncate();
-        for (target, payload) in std::mem::take(&mut out.0) {
-            let candidates = if target == Target::Broadcast {
-                // Only robots within the widest range any link from this sender can have.
-                let reach = model
-                    .robot(&sender)
-                    .and_then(|r| [model.system.range, r.params.range].into_iter().flatten().reduce(f32::min));
-                // Sorted by robot index: entity ids differ between the app and a headless run.
-                let mut near: Vec<(u32, String)> = Vec::new();
-                match reach {
-                    Some(range) => {
-                        // Every robot whose body's bounding box meets the square of the range
-                        // around the sender; the model then checks the exact distance.
-                        index.discs_around(pos, range + index.max_radius(), |d| {
-                            let reach = range + d.radius;
-                            let off = (d.pos - pos).abs();
-                            if d.kind == Some(Seeable::Robot)
-                                && off.x <= reach
-                                && off.y <= reach
-                                && let Ok((n, r)) = names.get(d.entity)
-                            {
-                                near.push((r.index, n.to_string()));
-                            }
-                        });
-                        near.sort();
-                        near.into_iter().map(|(_, n)| n).collect()
-                    }
-                    None => order.0.iter().filter_map(|&o| names.get(o).ok()).map(|(n, _)| n.to_string()).collect(),
-                }
-            } else {
-                Vec::new()
-            };
-            let to = match &target {
-                Target::Robot(n) if log.enabled => Some(n.clone()),
-                _ => None,
-            };
-            let sent = model.send(&sender, target, payload, time.step, &candidates, distance);
-            if log.enabled {
-                log.sends.push((sender.clone(), to, sent));
-            }
-        }
-    }
     if model.stats.in_flight == 0 && !talking {
         // Nothing queued anywhere: only clear what was delivered last step.
         for (_, _, _, mut inbox) in &mut robots {
@@ -254,12 +227,115 @@ fn deliver(
         }
         return;
     }
-    for &e in &order.0 {
-        let Ok((name, _, _, mut inbox)) = robots.get_mut(e) else { continue };
-        let due = model.get_messages(name.as_str(), time.step).unwrap_or_default();
-        if !(due.is_empty() && inbox.0.is_empty()) {
-            inbox.0 = due;
+    if slots.generation != model.generation() || order.is_changed() || slots.by_order.len() != order.0.len() {
+        let (mut by_order, mut by_entity) = (Vec::with_capacity(order.0.len()), EntityHashMap::default());
+        for (i, &e) in order.0.iter().enumerate() {
+            let id = robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()));
+            if let Some(id) = id {
+                by_entity.insert(e, (i as u32, id));
+            }
+            by_order.push(id);
         }
+        *slots = Slots { generation: model.generation(), by_order, by_entity, positions: Vec::new() };
+    }
+    if talking {
+        let Slots { by_order, by_entity, positions, .. } = &mut *slots;
+        positions.clear();
+        positions.resize(by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0), None);
+        // Robots send in robot order.
+        outgoing.clear();
+        for (&e, id) in order.0.iter().zip(by_order.iter()) {
+            let Ok((name, transform, mut out, _)) = robots.get_mut(e) else { continue };
+            let pos = transform.translation.truncate();
+            if let Some(id) = *id {
+                positions[id as usize] = Some(pos);
+            }
+            if !out.0.is_empty() {
+                let name = if log.enabled || id.is_none() { name.to_string() } else { String::new() };
+                outgoing.push(Outgoing { sender: *id, name, pos, sends: std::mem::take(&mut out.0) });
+            }
+        }
+        model.prepare();
+        let decide = |_: usize, chunk: &[Outgoing]| -> Decided {
+            let (mut plans, mut queue, mut near, mut found) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let distance = |a: RobotId, b: RobotId| Some(positions[a as usize]?.distance(positions[b as usize]?));
+            for out in chunk {
+                for (target, _) in &out.sends {
+                    near.clear();
+                    let to = match target {
+                        Target::Robot(n) => To::Robot(model.id(n)),
+                        Target::Broadcast => {
+                            receivers_around(model, &index, (by_order, by_entity), out, &mut found, &mut near);
+                            To::Broadcast
+                        }
+                    };
+                    plans.push(model.plan(out.sender, to, time.step, &near, distance, &mut queue));
+                }
+            }
+            (plans, queue)
+        };
+        let decided: Vec<Decided> = if passes.parallel(outgoing.len()) {
+            outgoing.par_chunk_map(ComputeTaskPool::get(), PASS_CHUNK, decide)
+        } else {
+            vec![decide(0, &outgoing)]
+        };
+        // Applied in robot order: queues fill, and sends are logged, as if sent one by one.
+        let mut plans = decided.iter().flat_map(|(plans, queue)| plans.iter().map(move |p| (p, queue)));
+        for out in outgoing.drain(..) {
+            for (target, payload) in out.sends {
+                let (planned, queue) = plans.next().expect("one plan per send");
+                let sent = model.apply(planned, queue, payload, time.step);
+                if log.enabled {
+                    let to = match target {
+                        Target::Robot(n) => Some(n),
+                        Target::Broadcast => None,
+                    };
+                    log.sends.push((out.name.clone(), to, sent));
+                }
+            }
+        }
+    }
+    for (&e, id) in order.0.iter().zip(slots.by_order.iter()) {
+        let Ok((_, _, _, mut inbox)) = robots.get_mut(e) else { continue };
+        match *id {
+            Some(id) if model.has_due(id, time.step) => model.take_due(id, time.step, &mut inbox.0),
+            _ if !inbox.0.is_empty() => inbox.0.clear(),
+            _ => {}
+        }
+    }
+}
+
+/// The registered robots a broadcast from `out` may reach, in robot order: every robot whose
+/// body's bounding box meets the square of the sender's widest range (the model then checks
+/// the exact distance), or every registered robot when the range is unlimited.
+fn receivers_around(
+    model: &CommsModel<Payload>,
+    index: &SpatialIndex,
+    (by_order, by_entity): (&[Option<RobotId>], &EntityHashMap<(u32, RobotId)>),
+    out: &Outgoing,
+    found: &mut Vec<(u32, RobotId)>,
+    near: &mut Vec<RobotId>,
+) {
+    let own = out.sender.and_then(|s| model.record(s)).and_then(|r| r.params.range);
+    match [model.system.range, own].into_iter().flatten().reduce(f32::min) {
+        Some(range) => {
+            found.clear();
+            index.discs_around(out.pos, range + index.max_radius(), |d| {
+                let reach = range + d.radius;
+                let off = (d.pos - out.pos).abs();
+                if d.kind == Some(Seeable::Robot)
+                    && off.x <= reach
+                    && off.y <= reach
+                    && let Some(&found_at) = by_entity.get(&d.entity)
+                {
+                    found.push(found_at);
+                }
+            });
+            // Sorted by robot order: entity ids differ between the app and a headless run.
+            found.sort_unstable();
+            near.extend(found.iter().map(|&(_, id)| id));
+        }
+        None => near.extend(by_order.iter().flatten()),
     }
 }
 
@@ -283,7 +359,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
         .collect();
     let s = radio.0.stats.clone();
     let dropped: serde_json::Map<String, serde_json::Value> =
-        DropCause::ALL.iter().map(|c| (c.name().to_string(), json!(s.dropped.get(c).copied().unwrap_or(0)))).collect();
+        DropCause::ALL.iter().map(|c| (c.name().to_string(), json!(s.dropped.get(*c)))).collect();
     Some((
         "comms".to_string(),
         json!({

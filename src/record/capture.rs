@@ -308,13 +308,17 @@ pub(super) fn capture(
             from,
             to: to.unwrap_or_else(|| "*".into()),
             queued: sent.queued,
-            dropped: sent.dropped.iter().map(|(c, n)| (c.name().to_string(), *n)).collect(),
+            dropped: sent.dropped.iter().map(|(c, n)| (c.name().to_string(), n)).collect(),
         });
     }
     for &e in &order.0 {
         let Ok((to, inbox)) = inboxes.get(e) else { continue };
         for m in &inbox.0 {
-            radio.delivered.push(RadioDelivery { to: to.to_string(), from: m.sender.clone(), sent_step: m.sent_step });
+            radio.delivered.push(RadioDelivery {
+                to: to.to_string(),
+                from: m.sender.to_string(),
+                sent_step: m.sent_step,
+            });
         }
     }
     if !(radio.sent.is_empty() && radio.delivered.is_empty()) {

@@ -9,7 +9,7 @@ use bevy::prelude::*;
 use bevy_egui::egui;
 use egui_plot::{Legend, Line, Plot};
 
-use crate::comms::{DropCause, Radio, RadioIn};
+use crate::comms::{Radio, RadioIn};
 use crate::render::{Partner, Selection};
 use crate::sim::SimTime;
 
@@ -72,7 +72,7 @@ fn collect_flashes(
     let by_name: HashMap<&str, Entity> = names.iter().map(|(e, n)| (n.as_str(), e)).collect();
     for (receiver, inbox) in &inboxes {
         for m in &inbox.0 {
-            if let Some(&sender) = by_name.get(m.sender.as_str()) {
+            if let Some(&sender) = by_name.get(&*m.sender) {
                 flashes.0.push((sender, receiver, FLASH_SECONDS));
             }
         }
@@ -127,10 +127,7 @@ pub fn radio_section(
     ui.add(egui::Slider::new(&mut model.system.delay, 0..=50).text("delay (steps)"));
     ui.add(egui::Slider::new(&mut model.system.probability, 0.0..=1.0).text("delivery probability"));
     let s = model.stats.clone();
-    let dropped: Vec<String> = DropCause::ALL
-        .iter()
-        .filter_map(|c| s.dropped.get(c).filter(|n| **n > 0).map(|n| format!("{} {n}", c.name())))
-        .collect();
+    let dropped: Vec<String> = s.dropped.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
     ui.label(
         egui::RichText::new(format!(
             "sent {}  delivered {}  in flight {}  dropped {}{}\ndelivery ratio {:.3}  latency mean {:.1} max {} steps",

@@ -389,8 +389,8 @@ pub(in crate::control) fn think(
         let nc = &mut *nc;
         let me = name.as_str();
         let (pos, heading) = pose(transform);
-        let heard = inbox.0.iter().filter_map(|m| match &m.content {
-            Payload::Claim { pen, distance } => Some((m.sender.as_str(), pen.as_str(), *distance)),
+        let heard = inbox.0.iter().filter_map(|m| match &*m.content {
+            Payload::Claim { pen, distance } => Some((&*m.sender, pen.as_str(), *distance)),
             _ => None,
         });
         nc.hear_claims(heard, now);

@@ -584,7 +584,7 @@ fn exchange(
                 .0
                 .iter()
                 .map(|m| InMessage {
-                    from: m.sender.clone(),
+                    from: m.sender.to_string(),
                     sent: m.sent_step,
                     broadcast: m.receiver.is_none(),
                     content: m.content.to_json(),
