@@ -1,10 +1,17 @@
-//! The physics world: rapier stepped in the fixed loop with exactly the scene's `dt`, and the
-//! freshly spawned scene put into it one body at a time, in spawn order.
+//! The physics world: rapier stepped in the fixed loop with exactly the scene's `dt`, the
+//! freshly spawned scene put into it one body at a time, in spawn order, and the bodies synced
+//! between Bevy and rapier each step.
 
 use bevy::ecs::schedule::ScheduleCleanupPolicy;
 use bevy::ecs::system::SystemId;
 use bevy::prelude::*;
+use bevy_rapier2d::plugin::RapierBevyComponentApply;
+use bevy_rapier2d::plugin::context::RapierRigidBodySet;
+use bevy_rapier2d::plugin::systems::{
+    apply_initial_rigid_body_impulses, apply_rigid_body_user_changes, writeback_rigid_bodies,
+};
 use bevy_rapier2d::prelude::*;
+use bevy_rapier2d::rapier::math::Pose;
 
 use crate::world::PendingPhysics;
 
@@ -27,6 +34,148 @@ pub(super) fn plugin(app: &mut App) {
         ScheduleCleanupPolicy::RemoveSystemsOnly,
     );
     debug_assert_eq!(removed.ok(), Some(1), "bevy_rapier's per-frame removal sync");
+    // bevy_rapier's own sync of bodies keeps the pose it last wrote for every body in a map
+    // hashed with SipHash, updated for every body every step: at 10,000 robots that map cost
+    // more than the camera sensor. These two do the same for the body components crsim uses,
+    // with the pose kept on the entity.
+    for (system, name) in [
+        (
+            app.remove_systems_in_set(
+                FixedUpdate,
+                apply_rigid_body_user_changes,
+                ScheduleCleanupPolicy::RemoveSystemsOnly,
+            ),
+            "user changes",
+        ),
+        (
+            app.remove_systems_in_set(FixedUpdate, writeback_rigid_bodies, ScheduleCleanupPolicy::RemoveSystemsOnly),
+            "writeback",
+        ),
+    ] {
+        debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
+    }
+    // Bodies spawned other than through `init_bodies` get one too: their first push then puts
+    // their pose into rapier again.
+    app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
+    app.add_systems(
+        FixedUpdate,
+        (
+            push_body_changes.in_set(RapierBevyComponentApply).after(apply_initial_rigid_body_impulses),
+            write_bodies_back.in_set(PhysicsSet::Writeback),
+        ),
+    );
+}
+
+/// The pose the last writeback (or the body's creation) gave a body, as its `GlobalTransform`
+/// is after propagation: a `GlobalTransform` that differs was set by someone else (a gripper
+/// carrying a pen, a reload) and goes to rapier.
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct WrittenPose(GlobalTransform);
+
+type Body<'a, T> = (&'a RapierRigidBodyHandle, &'a RapierContextEntityLink, T);
+
+/// Bevy → rapier before each step, as bevy_rapier's `apply_rigid_body_user_changes` does and in
+/// its order, for the body components crsim uses: sleeping, body type, pose, velocity, damping,
+/// disabling. (Forces, impulses, mass, locked axes, gravity scale, CCD and dominance are not
+/// used by crsim and not synced.)
+#[allow(clippy::type_complexity)]
+fn push_body_changes(
+    mut sets: Query<&mut RapierRigidBodySet>,
+    sleeping: Query<Body<&Sleeping>, Changed<Sleeping>>,
+    types: Query<Body<&RigidBody>, Changed<RigidBody>>,
+    mut poses: Query<Body<(&GlobalTransform, Option<&mut WrittenPose>)>, Changed<GlobalTransform>>,
+    velocities: Query<Body<&Velocity>, Changed<Velocity>>,
+    damping: Query<Body<&Damping>, Changed<Damping>>,
+    disabled: Query<Body<&RigidBodyDisabled>, Changed<RigidBodyDisabled>>,
+) {
+    let mut body = |link: &RapierContextEntityLink,
+                    handle: &RapierRigidBodyHandle,
+                    f: &mut dyn FnMut(&mut bevy_rapier2d::rapier::dynamics::RigidBody)| {
+        if let Ok(mut set) = sets.get_mut(link.0)
+            && let Some(rb) = set.bodies.get_mut(handle.0)
+        {
+            f(rb);
+        }
+    };
+    for (handle, link, s) in &sleeping {
+        body(link, handle, &mut |rb| {
+            let activation = rb.activation_mut();
+            activation.normalized_linear_threshold = s.normalized_linear_threshold;
+            activation.angular_threshold = s.angular_threshold;
+            if !s.sleeping && activation.sleeping {
+                rb.wake_up(true);
+            } else if s.sleeping && !activation.sleeping {
+                rb.sleep();
+            }
+        });
+    }
+    for (handle, link, kind) in &types {
+        body(link, handle, &mut |rb| rb.set_body_type((*kind).into(), true));
+    }
+    for (handle, link, (global, mut written)) in &mut poses {
+        if written.as_deref().is_some_and(|w| w.0 == *global) {
+            continue;
+        }
+        let t = global.compute_transform();
+        let pose = Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z);
+        body(link, handle, &mut |rb| rb.set_position(pose, true));
+        if let Some(w) = written.as_deref_mut() {
+            w.0 = *global;
+        }
+    }
+    for (handle, link, v) in &velocities {
+        body(link, handle, &mut |rb| {
+            rb.set_linvel(v.linear, true);
+            rb.set_angvel(v.angular, true);
+        });
+    }
+    for (handle, link, d) in &damping {
+        body(link, handle, &mut |rb| {
+            rb.set_linear_damping(d.linear_damping);
+            rb.set_angular_damping(d.angular_damping);
+        });
+    }
+    for (handle, link, _) in &disabled {
+        body(link, handle, &mut |rb| rb.set_enabled(false));
+    }
+}
+
+/// Rapier → Bevy after each step, as bevy_rapier's `writeback_rigid_bodies` does for bodies
+/// without a parent and without interpolation (crsim's): the pose into `Transform` (keeping its
+/// z and scale) and into [`WrittenPose`], the velocity and sleeping state where they changed.
+#[allow(clippy::type_complexity)]
+fn write_bodies_back(
+    sets: Query<&RapierRigidBodySet>,
+    mut bodies: Query<
+        Body<(&mut Transform, &mut WrittenPose, Option<&mut Velocity>, Option<&mut Sleeping>)>,
+        (With<RigidBody>, Without<RigidBodyDisabled>),
+    >,
+) {
+    for (handle, link, (mut transform, mut written, velocity, sleeping)) in &mut bodies {
+        let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { continue };
+        let pose = rb.position();
+        let rotation = Quat::from_rotation_z(pose.rotation.angle());
+        let translation = pose.translation.extend(transform.translation.z);
+        if transform.rotation != rotation || transform.translation != translation {
+            transform.rotation = rotation;
+            transform.translation = translation;
+        }
+        let now = GlobalTransform::from(Transform { translation, rotation, scale: transform.scale });
+        if written.0 != now {
+            written.0 = now;
+        }
+        if let Some(mut velocity) = velocity {
+            let v = Velocity { linear: rb.linvel(), angular: rb.angvel() };
+            if *velocity != v {
+                *velocity = v;
+            }
+        }
+        if let Some(mut sleeping) = sleeping
+            && sleeping.sleeping != rb.is_sleeping()
+        {
+            sleeping.sleeping = rb.is_sleeping();
+        }
+    }
 }
 
 /// A fresh physics context for a scene with step `dt` and `substeps`: rapier's internal arenas
@@ -78,7 +227,7 @@ pub(super) fn init_bodies(world: &mut World, bodies: &[Entity]) {
         let mut entity = world.entity_mut(e);
         entity.insert((pending.collider, GlobalTransform::from(transform)));
         if let Some(body) = pending.body {
-            entity.insert(body);
+            entity.insert((body, WrittenPose(GlobalTransform::from(transform))));
         }
         for system in [init.bodies, init.colliders] {
             if let Err(err) = world.run_system(system) {
