@@ -5,7 +5,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{DriveCommand, Odometry, Robot, pose};
+use super::{DriveCommand, Odometry, PoseCache, Robot};
 use crate::sim::SimTime;
 use crate::world::Station;
 
@@ -70,13 +70,13 @@ pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDriv
 }
 
 pub(super) fn apply_drive(
-    mut robots: Query<(&Robot, &Transform, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity)>,
+    mut robots: Query<(&Robot, &Transform, &PoseCache, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity)>,
 ) {
-    for (robot, transform, cmd, battery, mut applied, mut velocity) in &mut robots {
+    for (robot, transform, cache, cmd, battery, mut applied, mut velocity) in &mut robots {
         let a = limit(*cmd, robot, battery);
-        let (_, heading) = pose(transform);
+        let (_, facing) = cache.facing(transform);
         *applied = a;
-        velocity.linear = Vec2::from_angle(heading) * a.linear;
+        velocity.linear = facing * a.linear;
         velocity.angular = a.angular;
     }
 }

@@ -6,7 +6,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{GripCommand, GripSensor, Robot, pose};
+use super::{GripCommand, GripSensor, PoseCache, Robot};
 use crate::sim::RobotOrder;
 use crate::world::{Boxed, Held, PenBox, groups};
 
@@ -21,26 +21,26 @@ pub struct Gripper {
 }
 
 /// Where a held pen is carried: in front of the body, halfway into the reach.
-pub fn carry_point(transform: &Transform, robot: &Robot, gripper: &Gripper) -> Vec2 {
-    let (p, heading) = pose(transform);
-    p + Vec2::from_angle(heading) * (robot.radius + gripper.reach / 2.0)
+pub fn carry_point(transform: &Transform, cache: &PoseCache, robot: &Robot, gripper: &Gripper) -> Vec2 {
+    let (p, facing) = cache.facing(transform);
+    p + facing * (robot.radius + gripper.reach / 2.0)
 }
 
 /// The front edge of the body, from which the reach is measured.
-pub fn front_point(transform: &Transform, robot: &Robot) -> Vec2 {
-    let (p, heading) = pose(transform);
-    p + Vec2::from_angle(heading) * robot.radius
+pub fn front_point(transform: &Transform, cache: &PoseCache, robot: &Robot) -> Vec2 {
+    let (p, facing) = cache.facing(transform);
+    p + facing * robot.radius
 }
 
 pub(super) fn carry_held_pens(
-    robots: Query<(&Transform, &Robot, &Gripper)>,
+    robots: Query<(&Transform, &PoseCache, &Robot, &Gripper)>,
     mut pens: Query<&mut Transform, (With<Held>, Without<Robot>)>,
 ) {
-    for (transform, robot, gripper) in &robots {
+    for (transform, cache, robot, gripper) in &robots {
         if let Some(pen) = gripper.holding
             && let Ok(mut t) = pens.get_mut(pen)
         {
-            t.translation = carry_point(transform, robot, gripper).extend(0.0);
+            t.translation = carry_point(transform, cache, robot, gripper).extend(0.0);
         }
     }
 }
@@ -49,14 +49,14 @@ pub(super) fn apply_gripper(
     mut commands: Commands,
     rapier: ReadRapierContext,
     order: Res<RobotOrder>,
-    mut robots: Query<(&Transform, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
+    mut robots: Query<(&Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
     mut boxes: Query<&mut PenBox>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
     let mut taken: Vec<Entity> = Vec::new();
     // Robot order decides who gets a pen two robots reach for in the same step.
     for &entity in &order.0 {
-        let Ok((transform, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
+        let Ok((transform, cache, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
             continue;
         };
         match (cmd.close, gripper.holding) {
@@ -71,7 +71,7 @@ pub(super) fn apply_gripper(
             }
             (false, Some(pen)) => {
                 gripper.holding = None;
-                let at = carry_point(transform, robot, &gripper);
+                let at = carry_point(transform, cache, robot, &gripper);
                 let mut container = None;
                 let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
                 ctx.intersect_point(at, filter, |b| {

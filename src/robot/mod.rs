@@ -23,6 +23,7 @@ pub use sensors::{BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, Ro
 
 /// A robot's body and limits.
 #[derive(Component, Debug, Clone)]
+#[require(PoseCache)]
 pub struct Robot {
     /// Position in the scene's robot list; the stable iteration order.
     pub index: u32,
@@ -73,6 +74,52 @@ pub fn pose(t: &Transform) -> (Vec2, f32) {
     (t.translation.truncate(), dir.y.atan2(dir.x))
 }
 
+/// A robot's heading and the unit vector it faces, computed once per step from its transform:
+/// many systems need them, and each costs an atan2 or a sine and cosine. [`PoseCache::pose`]
+/// gives exactly what [`pose`] gives; a transform changed since the cache was filled is read
+/// afresh.
+#[derive(Component, Debug, Clone, Copy)]
+pub struct PoseCache {
+    rotation: Quat,
+    heading: f32,
+    facing: Vec2,
+}
+
+impl Default for PoseCache {
+    fn default() -> Self {
+        // Matches no rotation: read afresh until filled.
+        Self { rotation: Quat::from_xyzw(f32::NAN, 0.0, 0.0, 0.0), heading: 0.0, facing: Vec2::X }
+    }
+}
+
+impl PoseCache {
+    pub fn of(t: &Transform) -> Self {
+        let heading = pose(t).1;
+        Self { rotation: t.rotation, heading, facing: Vec2::from_angle(heading) }
+    }
+
+    fn current(&self, t: &Transform) -> Self {
+        if self.rotation == t.rotation { *self } else { Self::of(t) }
+    }
+
+    /// Position and heading, as [`pose`].
+    pub fn pose(&self, t: &Transform) -> (Vec2, f32) {
+        (t.translation.truncate(), self.current(t).heading)
+    }
+
+    /// Position and the unit vector of the heading (`Vec2::from_angle` of it).
+    pub fn facing(&self, t: &Transform) -> (Vec2, Vec2) {
+        (t.translation.truncate(), self.current(t).facing)
+    }
+}
+
+/// Fills every moved robot's [`PoseCache`] before the sensors read it.
+fn refresh_pose_cache(mut robots: Query<(&Transform, &mut PoseCache), Changed<Transform>>) {
+    for (t, mut cache) in &mut robots {
+        *cache = PoseCache::of(t);
+    }
+}
+
 /// Wraps an angle to (-π, π].
 pub fn wrap_angle(a: f32) -> f32 {
     let mut a = a % std::f32::consts::TAU;
@@ -88,7 +135,7 @@ pub(super) fn plugin(app: &mut App) {
     app.add_message::<BumpEvent>().add_systems(
         FixedUpdate,
         (
-            gripper::carry_held_pens.in_set(SenseSystems::Bodies),
+            (refresh_pose_cache, gripper::carry_held_pens).chain().in_set(SenseSystems::Bodies),
             (sensors::sense_bump, sensors::sense_camera, sensors::sense_grip, sensors::sense_power)
                 .chain()
                 .in_set(SenseSystems::Sensors),
@@ -146,6 +193,17 @@ mod tests {
         assert!((wrap_angle(3.0 * PI) - PI).abs() < 1e-5);
         assert!((wrap_angle(-3.0 * PI / 2.0) - PI / 2.0).abs() < 1e-5);
         assert_eq!(wrap_angle(0.5), 0.5);
+    }
+
+    #[test]
+    fn the_pose_cache_gives_what_pose_gives_and_notices_a_new_rotation() {
+        let t = transform2d(Vec2::new(1.0, 2.0), 2.5);
+        let cache = PoseCache::of(&t);
+        assert_eq!(cache.pose(&t), pose(&t));
+        assert_eq!(cache.facing(&t), (Vec2::new(1.0, 2.0), Vec2::from_angle(pose(&t).1)));
+        let turned = transform2d(Vec2::new(3.0, 2.0), -1.0);
+        assert_eq!(cache.pose(&turned), pose(&turned));
+        assert_eq!(PoseCache::default().pose(&turned), pose(&turned));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
-use super::{Battery, Gripper, Odometry, Robot, pose, wrap_angle};
+use super::{Battery, Gripper, Odometry, PoseCache, Robot, pose, wrap_angle};
 use crate::sim::{PASS_CHUNK, Passes, RobotOrder, SimTime};
 use crate::world::spatial::{groups_match, seeable_groups};
 use crate::world::{Seeable, SpatialIndex, groups};
@@ -203,13 +203,13 @@ pub(super) fn sense_camera(
     time: Res<SimTime>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
-    mut robots: Query<(Entity, &Robot, &Transform, &RobotCamera, &mut CameraView)>,
+    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RobotCamera, &mut CameraView)>,
 ) {
     let step = time.step;
-    let look = |blocks: &mut Vec<u32>, (entity, robot, transform, camera, mut view): CameraItem| {
+    let look = |blocks: &mut Vec<u32>, (entity, robot, (transform, cache), camera, mut view): CameraItem| {
         // Stagger refreshes so a period of k spreads the work over k steps.
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
-            view.seen = camera_picture(&index, entity, transform, camera, blocks);
+            view.seen = camera_picture(&index, entity, transform, cache, camera, blocks);
             view.step = step;
         }
     };
@@ -222,20 +222,21 @@ pub(super) fn sense_camera(
     }
 }
 
-type CameraItem<'a> = (Entity, &'a Robot, &'a Transform, &'a RobotCamera, Mut<'a, CameraView>);
+type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
 
 /// What a camera at `transform` sees, nearest first; `blocks` is scratch space.
 fn camera_picture(
     index: &SpatialIndex,
     entity: Entity,
     transform: &Transform,
+    cache: &PoseCache,
     camera: &RobotCamera,
     blocks: &mut Vec<u32>,
 ) -> Vec<Sighting> {
     let seeable = seeable_groups();
     let occluders = groups::WALL | groups::BOX;
-    let (pos, heading) = pose(transform);
-    let facing = Vec2::from_angle(heading);
+    let (pos, heading) = cache.pose(transform);
+    let (_, facing) = cache.facing(transform);
     let half_fov = camera.fov / 2.0;
     // A cheap test against the cone, a little wider than it: the exact bearing (an atan2) is
     // computed only for what passes.
@@ -289,9 +290,12 @@ fn camera_picture(
     seen
 }
 
-pub(super) fn sense_grip(index: Res<SpatialIndex>, mut robots: Query<(&Robot, &Transform, &Gripper, &mut GripSensor)>) {
-    for (robot, transform, gripper, mut sensor) in &mut robots {
-        let front = front_point(transform, robot);
+pub(super) fn sense_grip(
+    index: Res<SpatialIndex>,
+    mut robots: Query<(&Robot, &Transform, &PoseCache, &Gripper, &mut GripSensor)>,
+) {
+    for (robot, transform, cache, gripper, mut sensor) in &mut robots {
+        let front = front_point(transform, cache, robot);
         let mut best: Option<(f32, Entity)> = None;
         // Free pens only: held and boxed pens are out of the physics world and the index.
         index.discs_touching(front, gripper.reach, |d| {

@@ -20,7 +20,7 @@ pub use skill::{
 pub use crate::botlink::EmergencyStop;
 use crate::botlink::packet::Command;
 use crate::botlink::{LinkChanged, LinkState, Outbox};
-use crate::robot::{BumpSensor, Robot, pose};
+use crate::robot::{BumpSensor, PoseCache, Robot};
 use crate::sim::{ActSystems, SimTime};
 
 /// The executor period of the original: 20 ms.
@@ -110,12 +110,20 @@ fn run_executors(
     time: Res<SimTime>,
     estop: Res<EmergencyStop>,
     mut was_engaged: Local<bool>,
-    mut robots: Query<(Entity, &Robot, &Transform, &BumpSensor, &mut SkillRequest, &mut Executor, &mut Outbox)>,
+    mut robots: Query<(
+        Entity,
+        &Robot,
+        (&Transform, &PoseCache),
+        &BumpSensor,
+        &mut SkillRequest,
+        &mut Executor,
+        &mut Outbox,
+    )>,
     positions: Query<&Transform>,
 ) {
     let mut notes = Vec::new();
-    for (entity, robot, transform, bump, mut request, mut executor, mut outbox) in &mut robots {
-        let (position, heading) = pose(transform);
+    for (entity, robot, (transform, cache), bump, mut request, mut executor, mut outbox) in &mut robots {
+        let (position, heading) = cache.pose(transform);
         let target = |skill: Option<&dyn Skill>| {
             skill.and_then(|s| s.target()).and_then(|t| positions.get(t).ok()).map(|t| t.translation.truncate())
         };

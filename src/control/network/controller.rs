@@ -26,7 +26,7 @@ use super::units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind
 use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::control::simple::Wander;
 use crate::robot::{
-    Battery, BumpSensor, CameraView, GripSensor, Gripper, PowerSensor, Robot, carry_point, pose, wrap_angle,
+    Battery, BumpSensor, CameraView, GripSensor, Gripper, PoseCache, PowerSensor, Robot, carry_point, wrap_angle,
 };
 use crate::scene::ActiveScene;
 use crate::sim::SimTime;
@@ -361,7 +361,7 @@ pub(in crate::control) fn think(
         Entity,
         &Name,
         &Robot,
-        &Transform,
+        (&Transform, &PoseCache),
         (&CameraView, &GripSensor, &PowerSensor, &BumpSensor, &Gripper, &Battery),
         &mut NetworkController,
         (&Executor, &mut SkillRequest),
@@ -379,7 +379,7 @@ pub(in crate::control) fn think(
         entity,
         name,
         robot,
-        transform,
+        (transform, cache),
         (view, grip, power, bump, gripper, battery),
         mut nc,
         (executor, mut request),
@@ -388,7 +388,7 @@ pub(in crate::control) fn think(
     {
         let nc = &mut *nc;
         let me = name.as_str();
-        let (pos, heading) = pose(transform);
+        let (pos, heading) = cache.pose(transform);
         let heard = inbox.0.iter().filter_map(|m| match &*m.content {
             Payload::Claim { pen, distance } => Some((&*m.sender, pen.as_str(), *distance)),
             _ => None,
@@ -427,7 +427,7 @@ pub(in crate::control) fn think(
         // Only a held pen can go into a box.
         let mut over_box = false;
         if grip.holding.is_some() {
-            ctx.intersect_point(carry_point(transform, robot, gripper), box_filter, |_| {
+            ctx.intersect_point(carry_point(transform, cache, robot, gripper), box_filter, |_| {
                 over_box = true;
                 false
             });
