@@ -233,6 +233,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         None => {
+            crsim::sim::set_threads(crsim::sim::cores());
             let outside = cli.outside.into();
             open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
         }
@@ -250,9 +251,7 @@ fn main() -> ExitCode {
             serve_viewer,
             threads,
         }) => {
-            if let Some(n) = threads {
-                crsim::sim::set_threads(n.into());
-            }
+            crsim::sim::set_threads(threads.map_or_else(crsim::sim::cores, usize::from));
             let dump_network = dump_network.as_deref();
             let outside = outside.into();
             let options = RunOptions {
@@ -279,9 +278,7 @@ fn main() -> ExitCode {
             collect_command(&dir, plot.zip(by), out)
         }
         Some(Command::Bench { robots, steps, seed, comms, network, record, threads }) => {
-            if let Some(n) = threads {
-                crsim::sim::set_threads(n.into());
-            }
+            crsim::sim::set_threads(threads.map_or_else(crsim::sim::cores, usize::from));
             bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
         }
     }

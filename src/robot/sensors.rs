@@ -209,7 +209,8 @@ pub(super) fn sense_camera(
     let look = |blocks: &mut Vec<u32>, (entity, robot, (transform, cache), camera, mut view): CameraItem| {
         // Stagger refreshes so a period of k spreads the work over k steps.
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
-            view.seen = camera_picture(&index, entity, transform, cache, camera, blocks);
+            let view = &mut *view;
+            camera_picture(&index, entity, transform, cache, camera, blocks, &mut view.seen);
             view.step = step;
         }
     };
@@ -224,7 +225,8 @@ pub(super) fn sense_camera(
 
 type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
 
-/// What a camera at `transform` sees, nearest first; `blocks` is scratch space.
+/// What a camera at `transform` sees, nearest first, into `seen` (its old picture, whose room
+/// is reused); `blocks` is scratch space.
 fn camera_picture(
     index: &SpatialIndex,
     entity: Entity,
@@ -232,7 +234,8 @@ fn camera_picture(
     cache: &PoseCache,
     camera: &RobotCamera,
     blocks: &mut Vec<u32>,
-) -> Vec<Sighting> {
+    seen: &mut Vec<Sighting>,
+) {
     let seeable = seeable_groups();
     let occluders = groups::WALL | groups::BOX;
     let (pos, heading) = cache.pose(transform);
@@ -245,7 +248,7 @@ fn camera_picture(
     let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
     index.blocks_in(lo, hi, blocks);
     let blocks = &*blocks;
-    let mut seen = Vec::new();
+    seen.clear();
     let mut look = |target: Entity, at: Vec2, kind: Seeable| {
         let rel = at - pos;
         let distance = rel.length();
@@ -286,8 +289,8 @@ fn camera_picture(
             look(block.entity, block.center, kind);
         }
     }
-    seen.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
-    seen
+    // Each entity appears once: the order is total.
+    seen.sort_unstable_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
 }
 
 pub(super) fn sense_grip(

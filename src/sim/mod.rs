@@ -98,16 +98,22 @@ pub struct Passes {
 impl Default for Passes {
     fn default() -> Self {
         let chosen = THREADS.load(std::sync::atomic::Ordering::Relaxed);
-        let threads = if chosen > 0 { chosen } else { std::thread::available_parallelism().map_or(1, |n| n.get()) };
+        let threads = if chosen > 0 { chosen } else { cores() };
         Passes { threads }
     }
 }
 
 static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Sets the threads every run of this process uses (`--threads N`): the passes' thread count
-/// and the size of Bevy's compute pool. Call it before the first app is built (the pool is
-/// made once per process); 0 counts as 1.
+/// The machine's cores (1 where it cannot tell).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Sets the threads every run of this process uses (`--threads N`, the number of cores by
+/// default): the passes' thread count and the size of Bevy's compute pool, which Bevy itself
+/// would make a quarter of the cores or one thread. Call it before the first app is built (the
+/// pool is made once per process); 0 counts as 1.
 pub fn set_threads(n: usize) {
     let n = n.max(1);
     THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
