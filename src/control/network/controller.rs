@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bevy::ecs::batching::BatchingStrategy;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde::Serialize;
@@ -29,8 +30,8 @@ use crate::robot::{
     Battery, BumpSensor, CameraView, GripSensor, Gripper, PoseCache, PowerSensor, Robot, carry_point, wrap_angle,
 };
 use crate::scene::ActiveScene;
-use crate::sim::SimTime;
 use crate::sim::rng::stream;
+use crate::sim::{PASS_CHUNK, Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, Grip, Release, SkillFacade, SkillGroup, SkillRequest, Velocity};
 use crate::world::{Boxed, Held, Seeable, Station, groups};
 
@@ -129,7 +130,15 @@ impl NetworkController {
     /// and forgets those that lapsed.
     pub fn hear_claims<'a>(&mut self, heard: impl IntoIterator<Item = (&'a str, &'a str, f32)>, now: u64) {
         for (by, pen, distance) in heard {
-            self.claims.insert(pen.to_string(), Claim { by: by.to_string(), distance, step: now });
+            // A claim heard again updates its entry in place, without allocating.
+            match self.claims.get_mut(pen) {
+                Some(c) => {
+                    c.by.clear();
+                    c.by.push_str(by);
+                    (c.distance, c.step) = (distance, now);
+                }
+                None => drop(self.claims.insert(pen.to_string(), Claim { by: by.to_string(), distance, step: now })),
+            }
         }
         self.claims.retain(|_, c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
     }
@@ -354,9 +363,26 @@ fn subject_of(kind: Seeable) -> Option<SubjectKind> {
     }
 }
 
+type ThinkItem<'a> = (
+    Entity,
+    &'a Name,
+    &'a Robot,
+    (&'a Transform, &'a PoseCache),
+    (&'a CameraView, &'a GripSensor, &'a PowerSensor, &'a BumpSensor, &'a Gripper, &'a Battery),
+    Mut<'a, NetworkController>,
+    (&'a Executor, Mut<'a, SkillRequest>),
+    (&'a RadioIn, Mut<'a, RadioOut>),
+);
+
+/// One think step of every network robot. Each robot reads the world and writes only its own
+/// controller, skill request and radio output, so with many robots they think in parallel
+/// chunks, with the same results as one by one.
+#[allow(clippy::too_many_arguments)]
 pub(in crate::control) fn think(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<(
         Entity,
         &Name,
@@ -374,18 +400,17 @@ pub(in crate::control) fn think(
 ) {
     let Ok(ctx) = rapier.single() else { return };
     let now = time.step;
-    let box_filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
-    for (
-        entity,
-        name,
-        robot,
-        (transform, cache),
-        (view, grip, power, bump, gripper, battery),
-        mut nc,
-        (executor, mut request),
-        (inbox, mut out),
-    ) in &mut robots
-    {
+    let think_one = |item: ThinkItem| {
+        let (
+            entity,
+            name,
+            robot,
+            (transform, cache),
+            (view, grip, power, bump, gripper, battery),
+            mut nc,
+            (executor, mut request),
+            (inbox, mut out),
+        ) = item;
         let nc = &mut *nc;
         let me = name.as_str();
         let (pos, heading) = cache.pose(transform);
@@ -427,6 +452,8 @@ pub(in crate::control) fn think(
         // Only a held pen can go into a box.
         let mut over_box = false;
         if grip.holding.is_some() {
+            // Made here: a filter is not shared between threads.
+            let box_filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
             ctx.intersect_point(carry_point(transform, cache, robot, gripper), box_filter, |_| {
                 over_box = true;
                 false
@@ -476,6 +503,11 @@ pub(in crate::control) fn think(
         if !facade.is_empty() {
             request.0 = Some(facade);
         }
+    };
+    if passes.parallel(order.0.len()) {
+        robots.par_iter_mut().batching_strategy(BatchingStrategy::fixed(PASS_CHUNK)).for_each(think_one);
+    } else {
+        robots.iter_mut().for_each(think_one);
     }
 }
 
