@@ -42,6 +42,8 @@ pub struct AppPlugin {
     pub source: SceneSource,
     /// Save a screenshot here after this many frames, then exit (the GUI smoke test).
     pub screenshot: Option<(std::path::PathBuf, u32)>,
+    /// Time this many frames after a warm-up, print the frame-time statistics and exit.
+    pub frame_stats: Option<u32>,
     /// Select the robot of this name whenever a scene loads.
     pub select: Option<String>,
     /// Remote robots speak this VirtualRobot dialect instead of their scene's.
@@ -74,6 +76,9 @@ impl Plugin for AppPlugin {
         ui::plugin(app);
         if let Some((path, frames)) = &self.screenshot {
             render::screenshot::plugin(app, path.clone(), *frames);
+        }
+        if let Some(frames) = self.frame_stats {
+            render::frame_stats::plugin(app, frames);
         }
     }
 }

@@ -49,6 +49,16 @@ struct Cli {
     /// Select this robot when the scene loads (its inspector, network and radio view open).
     #[arg(long, value_name = "ROBOT")]
     select: Option<String>,
+    /// Open the benchmark arena of N robots (as `crsim bench --robots N`) instead of a scene.
+    #[arg(long, value_name = "N", conflicts_with = "scene", value_parser = clap::value_parser!(u32).range(1..))]
+    bench: Option<u32>,
+    /// With --bench: the robots are network collectors (as `crsim bench --network`).
+    #[arg(long, requires = "bench")]
+    bench_network: bool,
+    /// Time N frames after a warm-up with Bevy's frame-time diagnostics, print the statistics
+    /// and exit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    frame_stats: Option<u32>,
     #[command(flatten)]
     outside: OutsideArgs,
 }
@@ -235,7 +245,12 @@ fn main() -> ExitCode {
         None => {
             crsim::sim::set_threads(crsim::sim::cores());
             let outside = cli.outside.into();
-            open_app(cli.scene, cli.screenshot.map(|p| (p, cli.frames)), cli.select, outside)
+            let what = match cli.bench {
+                Some(n) => Opened::Bench { robots: n as usize, network: cli.bench_network },
+                None => Opened::Scene(cli.scene),
+            };
+            let view = View { screenshot: cli.screenshot.map(|p| (p, cli.frames)), frame_stats: cli.frame_stats };
+            open_app(what, view, cli.select, outside)
         }
         Some(Command::Run {
             scene,
@@ -291,12 +306,34 @@ fn load(path: &Path, overrides: &SceneOverrides) -> Result<SceneFile, ExitCode> 
     })
 }
 
-fn open_app(
-    scene: Option<PathBuf>,
+/// What the app opens.
+enum Opened {
+    /// A scene file, or the built-in scene.
+    Scene(Option<PathBuf>),
+    /// The benchmark arena.
+    Bench { robots: usize, network: bool },
+}
+
+/// What the app does besides showing the scene.
+struct View {
     screenshot: Option<(PathBuf, u32)>,
-    select: Option<String>,
-    outside: Outside,
-) -> ExitCode {
+    frame_stats: Option<u32>,
+}
+
+fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) -> ExitCode {
+    let View { screenshot, frame_stats } = view;
+    let scene = match what {
+        Opened::Scene(scene) => scene,
+        Opened::Bench { robots, network } => {
+            if robots > MAX_BENCH_ROBOTS {
+                eprintln!("--bench {robots}: at most {MAX_BENCH_ROBOTS} robots");
+                return ExitCode::from(2);
+            }
+            let scene = crsim::run::bench::bench_arena(robots, 1, BenchOptions { comms: false, network });
+            let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select };
+            return open_window(window, outside, |_| {});
+        }
+    };
     let (scene, source) = match scene {
         Some(path) => match load(&path, &outside.overrides) {
             Ok(s) => (s, SceneSource::File(path)),
@@ -310,7 +347,7 @@ fn open_app(
             }
         },
     };
-    open_window(AppWindow { scene, source, screenshot, select }, outside, |_| {})
+    open_window(AppWindow { scene, source, screenshot, frame_stats, select }, outside, |_| {})
 }
 
 /// What the app window shows first.
@@ -318,12 +355,13 @@ struct AppWindow {
     scene: SceneFile,
     source: SceneSource,
     screenshot: Option<(PathBuf, u32)>,
+    frame_stats: Option<u32>,
     select: Option<String>,
 }
 
 /// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter).
 fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)) -> ExitCode {
-    let AppWindow { scene, source, screenshot, select } = window;
+    let AppWindow { scene, source, screenshot, frame_stats, select } = window;
     let Outside { protocol, program_port, overrides } = outside;
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         eprintln!(
@@ -345,7 +383,16 @@ fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)
     }));
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut app = App::new();
-        app.add_plugins(crsim::AppPlugin { scene, source, screenshot, select, protocol, program_port, overrides });
+        app.add_plugins(crsim::AppPlugin {
+            scene,
+            source,
+            screenshot,
+            frame_stats,
+            select,
+            protocol,
+            program_port,
+            overrides,
+        });
         app
     }));
     std::panic::set_hook(previous);
@@ -635,7 +682,7 @@ fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option
     if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
         t.seek(s as i64);
     }
-    let window = AppWindow { scene, source, screenshot: None, select: None };
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(replay);
         if let Some(dir) = frames {
@@ -660,7 +707,7 @@ fn view_command(addr: &str) -> ExitCode {
         }
     };
     let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
-    let window = AppWindow { scene, source, screenshot: None, select: None };
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(Replay::live(client));
     })

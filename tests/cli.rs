@@ -255,6 +255,17 @@ fn the_app_without_a_display_and_an_absurd_bench_are_refused_with_a_message() {
     let out = crsim(&["bench", "--robots", "1000000000000"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("--robots 1000000000000: at most 1000000 robots"), "{}", text(&out));
+    // The app's benchmark arena: checked before a window opens.
+    let out = crsim(&["--bench", "2000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--bench 2000000: at most 1000000 robots"), "{}", text(&out));
+    for args in
+        [&["--bench", "0"][..], &["--bench-network"], &["scenes/pens.ron", "--bench", "5"], &["--frame-stats", "0"]]
+    {
+        let out = crsim(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("error:"), "{args:?}: {}", text(&out));
+    }
 }
 
 /// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.
@@ -328,6 +339,21 @@ fn gui_smoke_screenshot() {
     assert!(step > 100, "step {step}");
     let run = crsim(&["run", "scenes/swarm.ron", "--steps", &step.to_string()]);
     assert_eq!(hash, hash_line(&String::from_utf8_lossy(&run.stdout)), "app and headless differ on the swarm");
+    // The benchmark arena in the app, its frames timed (what the README reports at 1,000 robots).
+    let out = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim"), "--bench", "300"])
+        .args(["--frame-stats", "30"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("frames: 30") && report.contains("frame_time_ms: mean "), "{report}");
+    let steps: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("steps: ")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(steps > 0, "{report}");
     // Robots driven by a program in lock-step: the app and a headless run agree too.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();

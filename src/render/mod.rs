@@ -14,6 +14,7 @@ use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
 pub mod explore;
+pub mod frame_stats;
 pub mod frames;
 pub mod screenshot;
 

@@ -64,6 +64,17 @@ pub struct BenchOptions {
     pub network: bool,
 }
 
+/// The benchmark's scene: [`bench_scene`], with the radio's range limited to
+/// [`BENCH_RADIO_RANGE`] when robots talk (collectors' claims and the chatter reach the robots
+/// around, as a real radio's would; unlimited range would make every broadcast reach all N).
+pub fn bench_arena(robots: usize, seed: u64, options: BenchOptions) -> SceneFile {
+    let mut scene = bench_scene(robots, seed, options.network);
+    if options.comms || options.network {
+        scene.comms.range = Some(BENCH_RADIO_RANGE);
+    }
+    scene
+}
+
 /// Builds the arena, then times `steps` steps (scene building excluded).
 pub fn run_bench(
     robots: usize,
@@ -85,13 +96,8 @@ pub fn run_bench_with(
     setup: impl FnOnce(&mut App, &SceneFile),
     mut progress: impl FnMut(u64),
 ) -> BenchResult {
-    let BenchOptions { comms, network } = options;
-    let mut scene = bench_scene(robots, seed, network);
-    // Collectors' claims and the chatter reach the robots around, as a real radio's would;
-    // unlimited range would make every broadcast reach all N robots.
-    if comms || network {
-        scene.comms.range = Some(BENCH_RADIO_RANGE);
-    }
+    let comms = options.comms;
+    let scene = bench_arena(robots, seed, options);
     let mut app = headless_app(scene.clone(), SceneSource::Generated);
     setup(&mut app, &scene);
     if comms {
