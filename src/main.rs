@@ -243,7 +243,6 @@ fn main() -> ExitCode {
     }
     match cli.command {
         None => {
-            crsim::sim::set_threads(crsim::sim::cores());
             let outside = cli.outside.into();
             let what = match cli.bench {
                 Some(n) => Opened::Bench { robots: n as usize, network: cli.bench_network },
@@ -266,7 +265,6 @@ fn main() -> ExitCode {
             serve_viewer,
             threads,
         }) => {
-            crsim::sim::set_threads(threads.map_or_else(crsim::sim::cores, usize::from));
             let dump_network = dump_network.as_deref();
             let outside = outside.into();
             let options = RunOptions {
@@ -279,6 +277,7 @@ fn main() -> ExitCode {
                 outside,
                 record: record.as_deref(),
                 serve_viewer,
+                threads,
             };
             run(&scene, steps, options)
         }
@@ -293,7 +292,7 @@ fn main() -> ExitCode {
             collect_command(&dir, plot.zip(by), out)
         }
         Some(Command::Bench { robots, steps, seed, comms, network, record, threads }) => {
-            crsim::sim::set_threads(threads.map_or_else(crsim::sim::cores, usize::from));
+            crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
             bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
         }
     }
@@ -330,6 +329,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
                 return ExitCode::from(2);
             }
             let scene = crsim::run::bench::bench_arena(robots, 1, BenchOptions { comms: false, network });
+            crsim::sim::set_threads(crsim::sim::default_threads(robots));
             let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select };
             return open_window(window, outside, |_| {});
         }
@@ -347,6 +347,8 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
             }
         },
     };
+    // The pool is made once: a scene opened later with many more robots keeps this size.
+    crsim::sim::set_threads(crsim::sim::default_threads(scene.robots.len()));
     open_window(AppWindow { scene, source, screenshot, frame_stats, select }, outside, |_| {})
 }
 
@@ -433,6 +435,7 @@ struct RunOptions<'a> {
     outside: Outside,
     record: Option<&'a Path>,
     serve_viewer: Option<u16>,
+    threads: Option<u16>,
 }
 
 /// What the command line says about robots driven from outside, for the app and for `run`.
@@ -450,7 +453,8 @@ impl Outside {
 }
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside, record, serve_viewer } = options;
+    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside, record, serve_viewer, threads } =
+        options;
     let Outside { protocol, program_port, overrides } = outside;
     if let Err(e) = signals::install() {
         eprintln!("{e}");
@@ -459,6 +463,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(scene.robots.len()), usize::from));
     if let Some(robot) = dump_network {
         let networked = |r: &&crsim::scene::schema::RobotSpec| matches!(r.controller, ControllerSpec::Network { .. });
         if !scene.robots.iter().filter(networked).any(|r| r.name == robot) {

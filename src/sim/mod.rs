@@ -110,7 +110,14 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Sets the threads every run of this process uses (`--threads N`, the number of cores by
+/// The threads a run of `robots` robots uses unless told: one per core when the per-robot
+/// passes have more than one chunk to share out, else one (a second pool thread then only costs
+/// wake-ups: Bevy's own parallel systems hand it work every frame).
+pub fn default_threads(robots: usize) -> usize {
+    if robots > PASS_CHUNK { cores() } else { 1 }
+}
+
+/// Sets the threads every run of this process uses (`--threads N`, [`default_threads`] by
 /// default): the passes' thread count and the size of Bevy's compute pool, which Bevy itself
 /// would make a quarter of the cores or one thread. Call it before the first app is built (the
 /// pool is made once per process); 0 counts as 1.
