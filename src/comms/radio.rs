@@ -4,6 +4,8 @@
 //! [`RadioIn`] for the next think stage. Broadcast fan-out asks the world's spatial index for the
 //! robots within range instead of scanning all robots.
 
+use std::sync::Arc;
+
 use bevy::ecs::entity::EntityHashMap;
 use bevy::prelude::*;
 use bevy::tasks::{ComputeTaskPool, ParallelSlice};
@@ -33,7 +35,7 @@ pub enum Payload {
     /// Centres of obstacle cells the sender found (world coordinates, metres).
     Obstacles(Vec<Vec2>),
     /// A collector is going for this pen, from this distance (metres); others pick another.
-    Claim { pen: String, distance: f32 },
+    Claim { pen: Arc<str>, distance: f32 },
     /// Free text, for people and tests.
     Text(String),
     /// Anything a robot program sends (JSON).
@@ -46,7 +48,7 @@ impl Payload {
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             Payload::Obstacles(points) => json!({"obstacles": points.iter().map(|p| [p.x, p.y]).collect::<Vec<_>>()}),
-            Payload::Claim { pen, distance } => json!({"claim": {"pen": pen, "distance": distance}}),
+            Payload::Claim { pen, distance } => json!({"claim": {"pen": &**pen, "distance": distance}}),
             Payload::Text(t) => serde_json::Value::String(t.clone()),
             Payload::Json(v) => v.clone(),
         }
@@ -61,7 +63,7 @@ impl Payload {
                 (claim.get("pen").and_then(|p| p.as_str()), claim.get("distance").and_then(|d| d.as_f64()))
             && claim.len() == 2
         {
-            return Payload::Claim { pen: pen.to_string(), distance: distance as f32 };
+            return Payload::Claim { pen: Arc::from(pen), distance: distance as f32 };
         }
         if let Some(points) = single.and_then(|o| o.get("obstacles")).and_then(|p| p.as_array()) {
             let parsed: Option<Vec<Vec2>> = points

@@ -14,7 +14,6 @@
 //!   pen) or the nearest charging station (charging; their places are known), or wanders; a bump
 //!   into a robot or a wall starts the wanderer's back-off turn.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bevy::ecs::batching::BatchingStrategy;
@@ -49,10 +48,11 @@ pub struct Tracked {
     pub last_seen: u64,
 }
 
-/// Another robot's claim on a pen.
+/// Another robot's claim on a pen: names shared with the message it came in.
 #[derive(Debug, Clone, PartialEq)]
 struct Claim {
-    by: String,
+    pen: Arc<str>,
+    by: Arc<str>,
     distance: f32,
     step: u64,
 }
@@ -86,7 +86,9 @@ pub struct NetworkController {
     /// known, as a docking station's is.
     pub stations: Arc<StationMap>,
     search: Wander,
-    claims: HashMap<String, Claim>,
+    /// The latest claim heard on each pen, while it lasts (a few: a short list is smaller and
+    /// quicker than a map).
+    claims: Vec<Claim>,
     /// The pen claimed last and when.
     claimed: Option<(Entity, u64)>,
     was_holding: Option<Entity>,
@@ -106,7 +108,7 @@ impl NetworkController {
             known_box: None,
             stations,
             search,
-            claims: HashMap::new(),
+            claims: Vec::new(),
             claimed: None,
             was_holding: None,
             was_charging: false,
@@ -119,28 +121,24 @@ impl NetworkController {
     /// Whether a pen is claimed by another robot that is closer to it than `distance` (ties go
     /// to the smaller name).
     fn yields_to_claim(&self, pen: &str, distance: f32, me: &str, now: u64) -> bool {
-        self.claims.get(pen).is_some_and(|c| {
+        self.claims.iter().find(|c| &*c.pen == pen).is_some_and(|c| {
             now.saturating_sub(c.step) <= CLAIM_LIFETIME
-                && c.by != me
-                && (c.distance < distance || (c.distance == distance && c.by.as_str() < me))
+                && &*c.by != me
+                && (c.distance < distance || (c.distance == distance && &*c.by < me))
         })
     }
 
     /// Takes the claims heard over the radio this step (sender, pen, sender's distance to it)
     /// and forgets those that lapsed.
-    pub fn hear_claims<'a>(&mut self, heard: impl IntoIterator<Item = (&'a str, &'a str, f32)>, now: u64) {
+    pub fn hear_claims(&mut self, heard: impl IntoIterator<Item = (Arc<str>, Arc<str>, f32)>, now: u64) {
         for (by, pen, distance) in heard {
-            // A claim heard again updates its entry in place, without allocating.
-            match self.claims.get_mut(pen) {
-                Some(c) => {
-                    c.by.clear();
-                    c.by.push_str(by);
-                    (c.distance, c.step) = (distance, now);
-                }
-                None => drop(self.claims.insert(pen.to_string(), Claim { by: by.to_string(), distance, step: now })),
+            let claim = Claim { pen, by, distance, step: now };
+            match self.claims.iter_mut().find(|c| c.pen == claim.pen) {
+                Some(c) => *c = claim,
+                None => self.claims.push(claim),
             }
         }
-        self.claims.retain(|_, c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
+        self.claims.retain(|c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
     }
 
     /// The pen it was going for went into another robot's gripper: duplicated effort.
@@ -415,7 +413,7 @@ pub(in crate::control) fn think(
         let me = name.as_str();
         let (pos, heading) = cache.pose(transform);
         let heard = inbox.0.iter().filter_map(|m| match &*m.content {
-            Payload::Claim { pen, distance } => Some((&*m.sender, pen.as_str(), *distance)),
+            Payload::Claim { pen, distance } => Some((m.sender.clone(), pen.clone(), *distance)),
             _ => None,
         });
         nc.hear_claims(heard, now);
@@ -446,7 +444,7 @@ pub(in crate::control) fn think(
         if let Some((pen, distance)) = nc.claim_due(grip.holding.is_some(), pos, now)
             && let Ok(pen) = names.get(pen)
         {
-            out.0.push((Target::Broadcast, Payload::Claim { pen: pen.to_string(), distance }));
+            out.0.push((Target::Broadcast, Payload::Claim { pen: Arc::from(pen.as_str()), distance }));
         }
 
         // Only a held pen can go into a box.
@@ -543,16 +541,16 @@ mod tests {
     #[test]
     fn the_nearest_pen_no_closer_robot_claimed_is_chosen() {
         let mut nc = controller();
-        nc.hear_claims([("b", "p1", 0.5)], 10);
+        nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.5)], 10);
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0), pen(2, "p2", 1.5)], "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(2)), "p1 is b's: it is nearer");
         // A claim from farther away does not take the pen; a tie goes to the smaller name.
         let mut nc = controller();
-        nc.hear_claims([("b", "p1", 2.0)], 10);
+        nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 2.0)], 10);
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
         let mut nc = controller();
-        nc.hear_claims([("b", "p1", 1.0)], 10);
+        nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 1.0)], 10);
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)), "a < b");
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "c", 10, true);
@@ -562,7 +560,7 @@ mod tests {
     #[test]
     fn a_claim_lapses_unless_repeated() {
         let mut nc = controller();
-        nc.hear_claims([("b", "p1", 0.1)], 0);
+        nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.1)], 0);
         nc.hear_claims([], CLAIM_LIFETIME + 1);
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", CLAIM_LIFETIME + 1, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
@@ -573,7 +571,7 @@ mod tests {
         let mut nc = controller();
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 5, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
-        nc.hear_claims([("b", "p1", 0.2)], 6);
+        nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.2)], 6);
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 0.9)], "a", 6, true);
         assert_eq!((tracked_pen(&nc), nc.stats.yielded), (None, 1));
     }
