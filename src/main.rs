@@ -132,8 +132,8 @@ enum Command {
         /// Stream the run to viewers on this TCP port (`crsim view ADDR`); 0 picks a free one.
         #[arg(long, value_name = "PORT")]
         serve_viewer: Option<u16>,
-        /// Threads for the per-robot passes (default: the number of cores); results do not
-        /// depend on it.
+        /// Threads for the per-robot passes (default: one per core for scenes of more than 256
+        /// robots, else one); results do not depend on it.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         threads: Option<u16>,
     },
@@ -222,7 +222,7 @@ enum Command {
         /// Record the benchmark's run to this MCAP file (to measure what recording costs).
         #[arg(long, value_name = "FILE.mcap")]
         record: Option<PathBuf>,
-        /// Threads for the per-robot passes (default: the number of cores).
+        /// Threads for the per-robot passes (default: one per core above 256 robots, else one).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         threads: Option<u16>,
     },

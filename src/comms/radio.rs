@@ -188,13 +188,14 @@ struct Slots {
     by_order: Vec<Option<RobotId>>,
     /// Robot order and slot of each registered robot.
     by_entity: EntityHashMap<(u32, RobotId)>,
-    /// Where each slot's robot is this step.
+    /// Where each slot's robot is this step (one entry per slot of the model).
     positions: Vec<Option<Vec2>>,
 }
 
 /// One robot's sends of this step.
 struct Outgoing {
     sender: Option<RobotId>,
+    /// For the log of sends (empty when nothing is logged).
     name: String,
     pos: Vec2,
     sends: Vec<(Target, Payload)>,
@@ -238,12 +239,11 @@ fn deliver(
             }
             by_order.push(id);
         }
-        *slots = Slots { generation: model.generation(), by_order, by_entity, positions: Vec::new() };
+        let positions = vec![None; by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0)];
+        *slots = Slots { generation: model.generation(), by_order, by_entity, positions };
     }
     if talking {
         let Slots { by_order, by_entity, positions, .. } = &mut *slots;
-        positions.clear();
-        positions.resize(by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0), None);
         // Robots send in robot order.
         outgoing.clear();
         for (&e, id) in order.0.iter().zip(by_order.iter()) {
@@ -253,7 +253,7 @@ fn deliver(
                 positions[id as usize] = Some(pos);
             }
             if !out.0.is_empty() {
-                let name = if log.enabled || id.is_none() { name.to_string() } else { String::new() };
+                let name = if log.enabled { name.to_string() } else { String::new() };
                 outgoing.push(Outgoing { sender: *id, name, pos, sends: std::mem::take(&mut out.0) });
             }
         }

@@ -238,8 +238,8 @@ fn camera_picture(
 ) {
     let seeable = seeable_groups();
     let occluders = groups::WALL | groups::BOX;
-    let (pos, heading) = cache.pose(transform);
-    let (_, facing) = cache.facing(transform);
+    let pos = transform.translation.truncate();
+    let PoseCache { heading, facing, .. } = cache.current(transform);
     let half_fov = camera.fov / 2.0;
     // A cheap test against the cone, a little wider than it: the exact bearing (an atan2) is
     // computed only for what passes.

@@ -83,7 +83,7 @@ fn push_body_changes(
     mut sets: Query<&mut RapierRigidBodySet>,
     sleeping: Query<Body<&Sleeping>, Changed<Sleeping>>,
     types: Query<Body<&RigidBody>, Changed<RigidBody>>,
-    mut poses: Query<Body<(&GlobalTransform, Option<&mut WrittenPose>)>, Changed<GlobalTransform>>,
+    mut poses: Query<Body<(&GlobalTransform, &mut WrittenPose)>, Changed<GlobalTransform>>,
     velocities: Query<Body<&Velocity>, Changed<Velocity>>,
     damping: Query<Body<&Damping>, Changed<Damping>>,
     disabled: Query<Body<&RigidBodyDisabled>, Changed<RigidBodyDisabled>>,
@@ -113,15 +113,13 @@ fn push_body_changes(
         body(link, handle, &mut |rb| rb.set_body_type((*kind).into(), true));
     }
     for (handle, link, (global, mut written)) in &mut poses {
-        if written.as_deref().is_some_and(|w| w.0 == *global) {
+        if written.0 == *global {
             continue;
         }
         let t = global.compute_transform();
         let pose = Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z);
         body(link, handle, &mut |rb| rb.set_position(pose, true));
-        if let Some(w) = written.as_deref_mut() {
-            w.0 = *global;
-        }
+        written.0 = *global;
     }
     for (handle, link, v) in &velocities {
         body(link, handle, &mut |rb| {

@@ -86,10 +86,11 @@ pub enum LoadSystems {
 /// Robots per chunk of a parallel pass.
 pub const PASS_CHUNK: usize = 256;
 
-/// How the per-robot passes of a step (sensing) run: with `threads` 1 on the simulation's
+/// How the per-robot passes of a step (bump and camera sensing, the radio's link and range
+/// decisions, the network robots' thinking) run: with `threads` 1 on the simulation's
 /// thread, with more in fixed chunks of [`PASS_CHUNK`] robots on Bevy's compute pool. Each robot
-/// writes only its own outputs and whatever is shared (events) is written afterwards in robot
-/// order, so the results are the same for any thread count.
+/// writes only its own outputs and whatever is shared (events, radio queues) is written
+/// afterwards in robot order, so the results are the same for any thread count.
 #[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Passes {
     pub threads: usize,
