@@ -25,6 +25,8 @@ pub mod id {
     pub const DISCONNECT: u16 = 0x0005;
     /// The third actuator group's command (the original's dribbler): the robot's lamp.
     pub const LAMP: u16 = 0x0201;
+    /// The bot's motor parameters (the original set them by unicast once a bot connected).
+    pub const MOTOR_PARAMS: u16 = 0x0202;
     /// The original's kicker section carries crsim's gripper.
     pub const GRIP: u16 = 0x0401;
     pub const MOVE: u16 = 0x0501;
@@ -115,6 +117,11 @@ pub enum Command {
     Grip {
         close: bool,
     },
+    /// The drive's limits: top linear speed (m/s) and top turn rate (rad/s).
+    MotorParams {
+        max_speed: f32,
+        max_turn: f32,
+    },
     /// Linear (m/s) and angular (rad/s) speed for the differential drive.
     Move {
         linear: f32,
@@ -134,6 +141,7 @@ impl Command {
             Command::Error { .. } => id::ERROR,
             Command::Disconnect => id::DISCONNECT,
             Command::Lamp { .. } => id::LAMP,
+            Command::MotorParams { .. } => id::MOTOR_PARAMS,
             Command::Grip { .. } => id::GRIP,
             Command::Move { .. } => id::MOVE,
             Command::UpdateAll(_) => id::UPDATE_ALL,
@@ -149,6 +157,7 @@ impl Command {
             Command::Error { .. } => "error",
             Command::Disconnect => "disconnect",
             Command::Lamp { .. } => "lamp",
+            Command::MotorParams { .. } => "motor",
             Command::Grip { .. } => "grip",
             Command::Move { .. } => "move",
             Command::UpdateAll(_) => "update-all",
@@ -164,6 +173,9 @@ impl fmt::Display for Command {
             }
             Command::Grip { close } => write!(f, "grip {}", if *close { "close" } else { "open" }),
             Command::Lamp { on } => write!(f, "lamp {}", if *on { "on" } else { "off" }),
+            Command::MotorParams { max_speed, max_turn } => {
+                write!(f, "motor {max_speed:.2} m/s {:.0}°/s", max_turn.to_degrees())
+            }
             Command::Error { code, reason } => write!(f, "error {code:?}: {reason}"),
             Command::Status(s) => write!(f, "status bot {} ({:.2}, {:.2})", s.bot, s.x, s.y),
             other => f.write_str(other.name()),
@@ -235,48 +247,64 @@ impl PacketError {
 
 /// Encodes a command as a packet.
 pub fn encode(cmd: &Command) -> Vec<u8> {
-    let mut payload = Vec::new();
+    let mut packet = Vec::with_capacity(HEADER_LEN + payload_len(cmd));
+    packet.extend(cmd.id().to_le_bytes());
+    packet.extend([0, 0]);
     match cmd {
         Command::Ping | Command::StatusRequest | Command::Disconnect => {}
         Command::Status(s) => {
-            payload.extend(s.bot.to_le_bytes());
+            packet.extend(s.bot.to_le_bytes());
             for x in [s.x, s.y, s.heading, s.battery] {
-                payload.extend(x.to_le_bytes());
+                packet.extend(x.to_le_bytes());
             }
-            payload.push(u8::from(s.bump));
+            packet.push(u8::from(s.bump));
             match &s.held {
-                None => payload.push(0),
+                None => packet.push(0),
                 Some(name) => {
                     let bytes = truncate_utf8(name, 254);
-                    payload.push(bytes.len() as u8 + 1);
-                    payload.extend(bytes);
+                    packet.push(bytes.len() as u8 + 1);
+                    packet.extend(bytes);
                 }
             }
         }
         Command::Error { code, reason } => {
-            payload.extend((*code as u16).to_le_bytes());
-            payload.extend(truncate_utf8(reason, MAX_PAYLOAD - 2));
+            packet.extend((*code as u16).to_le_bytes());
+            packet.extend(truncate_utf8(reason, MAX_PAYLOAD - 2));
         }
-        Command::Lamp { on } => payload.push(u8::from(*on)),
-        Command::Grip { close } => payload.push(u8::from(*close)),
+        Command::Lamp { on } => packet.push(u8::from(*on)),
+        Command::Grip { close } => packet.push(u8::from(*close)),
         Command::Move { linear, angular } => {
-            payload.extend(linear.to_le_bytes());
-            payload.extend(angular.to_le_bytes());
+            packet.extend(linear.to_le_bytes());
+            packet.extend(angular.to_le_bytes());
+        }
+        Command::MotorParams { max_speed, max_turn } => {
+            packet.extend(max_speed.to_le_bytes());
+            packet.extend(max_turn.to_le_bytes());
         }
         Command::UpdateAll(slots) => {
             for s in slots {
-                payload.extend(s.bot.to_le_bytes());
-                payload.extend(s.linear.to_le_bytes());
-                payload.extend(s.angular.to_le_bytes());
-                payload.push(u8::from(s.grip) | (u8::from(s.lamp) << 1));
+                packet.extend(s.bot.to_le_bytes());
+                packet.extend(s.linear.to_le_bytes());
+                packet.extend(s.angular.to_le_bytes());
+                packet.push(u8::from(s.grip) | (u8::from(s.lamp) << 1));
             }
         }
     }
-    let mut packet = Vec::with_capacity(HEADER_LEN + payload.len());
-    packet.extend(cmd.id().to_le_bytes());
-    packet.extend((payload.len() as u16).to_le_bytes());
-    packet.extend(payload);
+    let len = (packet.len() - HEADER_LEN) as u16;
+    packet[2..4].copy_from_slice(&len.to_le_bytes());
     packet
+}
+
+/// The payload's length, at most (for the packet's one allocation).
+fn payload_len(cmd: &Command) -> usize {
+    match cmd {
+        Command::Ping | Command::StatusRequest | Command::Disconnect => 0,
+        Command::Status(s) => 19 + s.held.as_ref().map_or(0, |h| h.len().min(254)),
+        Command::Error { reason, .. } => 2 + reason.len().min(MAX_PAYLOAD - 2),
+        Command::Lamp { .. } | Command::Grip { .. } => 1,
+        Command::Move { .. } | Command::MotorParams { .. } => 8,
+        Command::UpdateAll(_) => UPDATE_ALL_SLOTS * SLOT_LEN,
+    }
 }
 
 fn truncate_utf8(s: &str, max: usize) -> &[u8] {
@@ -390,12 +418,37 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
         id::LAMP => Command::Lamp { on: r.bool("lamp")? },
         id::GRIP => Command::Grip { close: r.bool("grip")? },
         id::MOVE => Command::Move { linear: r.finite("linear")?, angular: r.finite("angular")? },
+        id::MOTOR_PARAMS => {
+            let max_speed = r.finite("max speed")?;
+            let max_turn = r.finite("max turn")?;
+            if max_speed < 0.0 || max_turn < 0.0 {
+                return Err(PacketError::BadPayload { id, reason: "motor limits must not be negative".into() });
+            }
+            Command::MotorParams { max_speed, max_turn }
+        }
         id::UPDATE_ALL => {
             let slots = payload.len() / SLOT_LEN;
             if payload.len().is_multiple_of(SLOT_LEN) && slots > UPDATE_ALL_SLOTS {
                 return Err(PacketError::TooManySlots { slots });
             }
             let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
+            // The usual case, read in one go: five slots of finite numbers and known flags.
+            if payload.len() == UPDATE_ALL_SLOTS * SLOT_LEN {
+                let mut fast = true;
+                for (slot, b) in slots.iter_mut().zip(payload.chunks_exact(SLOT_LEN)) {
+                    let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+                    let (linear, angular, flags) = (f(2), f(6), b[10]);
+                    if !(linear.is_finite() && angular.is_finite() && flags <= 3) {
+                        fast = false;
+                        break;
+                    }
+                    let bot = u16::from_le_bytes([b[0], b[1]]);
+                    *slot = UpdateSlot { bot, linear, angular, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+                }
+                if fast {
+                    return Ok(Command::UpdateAll(slots));
+                }
+            }
             for slot in &mut slots {
                 let bot = r.u16("slot bot")?;
                 let linear = r.finite("slot linear")?;
@@ -502,6 +555,7 @@ mod tests {
             any::<bool>().prop_map(|on| Command::Lamp { on }),
             any::<bool>().prop_map(|close| Command::Grip { close }),
             (finite(), finite()).prop_map(|(linear, angular)| Command::Move { linear, angular }),
+            (0.0f32..1e6, 0.0f32..1e6).prop_map(|(max_speed, max_turn)| Command::MotorParams { max_speed, max_turn }),
             proptest::array::uniform5(slot()).prop_map(Command::UpdateAll),
         ]
     }
