@@ -205,6 +205,22 @@ enum Command {
         #[arg(long, value_name = "PNG", requires = "plot")]
         out: Option<PathBuf>,
     },
+    /// Play one robot of a scene as a bot outside crsim, for a bot manager to drive over UDP (a
+    /// scene robot with `outside: Some("ADDR:PORT")`); prints its counters when stopped (Ctrl-C).
+    Bot {
+        scene: PathBuf,
+        /// The robot of the scene to play.
+        #[arg(long)]
+        robot: String,
+        /// The UDP port to take packets on.
+        #[arg(long)]
+        port: u16,
+        #[arg(long, default_value = "127.0.0.1")]
+        address: String,
+        /// Write the counters as JSON here when stopped.
+        #[arg(long, value_name = "FILE.json")]
+        out: Option<PathBuf>,
+    },
     /// Benchmark N robots (wanderers, or network collectors with --network); prints robot_steps_per_s.
     Bench {
         #[arg(long, default_value_t = 1000)]
@@ -291,11 +307,55 @@ fn main() -> ExitCode {
             quiet_on_closed_output();
             collect_command(&dir, plot.zip(by), out)
         }
+        Some(Command::Bot { scene, robot, port, address, out }) => {
+            bot_command(&scene, &robot, &address, port, out.as_deref())
+        }
         Some(Command::Bench { robots, steps, seed, comms, network, record, threads }) => {
             crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
             bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
         }
     }
+}
+
+fn bot_command(scene: &Path, robot: &str, address: &str, port: u16, out: Option<&Path>) -> ExitCode {
+    let mut bot = match crsim::run::bot::BotEmulator::from_file(scene, robot, address, port) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = signals::install() {
+        eprintln!("{e}");
+    }
+    println!("bot {} (id {}) of {}: listening on UDP {}", bot.name, bot.id, scene.display(), bot.local);
+    if let Some(e) = &bot.group_error {
+        println!("{e}; update-all packets are taken on the port only");
+    }
+    bot.serve(signals::requested);
+    let s = &bot.stats;
+    println!(
+        "bot {}: received {} packets ({} bytes), {} rounds, {} for other bots, {} malformed, {} refused; \
+         sent {} statuses, {} errors; {} watchdog stops",
+        bot.name,
+        s.received.packets,
+        s.received.bytes,
+        s.rounds,
+        s.not_mine,
+        s.malformed,
+        s.refused,
+        s.statuses.packets,
+        s.errors.packets,
+        s.watchdog_stops
+    );
+    if let Some(out) = out {
+        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
+        if let Err(e) = crsim::run::files::write_atomic(out, &json) {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn load(path: &Path, overrides: &SceneOverrides) -> Result<SceneFile, ExitCode> {
@@ -1054,6 +1114,15 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
     if options.comms {
         println!("deliveries: {}", r.deliveries);
         println!("deliveries_per_s: {:.0}", r.deliveries_per_s);
+    }
+    let b = r.botlink;
+    if b.rounds > 0 {
+        // The bot manager's exchange of each update-all round step, on one core.
+        println!("botlink_rounds: {}", b.rounds);
+        println!("botlink_round_ms_mean: {:.3}", b.total_s / b.rounds as f64 * 1e3);
+        println!("botlink_round_ms_max: {:.3}", b.max_s * 1e3);
+        println!("botlink_packets_per_round: {:.0}", b.packets as f64 / b.rounds as f64);
+        println!("botlink_packets_per_s: {:.0}", b.packets as f64 / b.total_s.max(1e-9));
     }
     ExitCode::SUCCESS
 }

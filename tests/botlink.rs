@@ -1,8 +1,11 @@
 //! Skills and the bot manager (seed 004) in a running headless simulation: observers, the
-//! executor period, the emergency stop, link states with the watchdog, and a real UDP client
-//! driving a robot with command packets.
+//! executor period, the emergency stop, link states with the watchdog, a real UDP client
+//! driving a robot with command packets; and the manager's own side: update-all rounds, the
+//! duplicate rule, connecting and disconnecting by hand, the transports, outside bots driven
+//! through the bot emulator over UDP, and the `botlink` metrics.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,12 +13,16 @@ mod common;
 
 use bevy::prelude::*;
 
-use common::{named, pose_of, robot};
+use common::{named, pose_of, robot, shipped_scene};
 use crsim::botlink::packet::{Command, ErrorCode, UPDATE_ALL_SLOTS, UpdateSlot, decode, encode, id};
 use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
-use crsim::botlink::{BotAdded, BotLink, BotRemoved, BotRenamed, LinkChanged, LinkState, LinkStats};
+use crsim::botlink::{
+    BotAdded, BotLink, BotManager, BotRemoved, BotRenamed, LinkAction, LinkChanged, LinkRequest, LinkState, LinkStats,
+};
 use crsim::robot::{Gripper, LampState};
+use crsim::run::bot::{BotEmulator, BotStats};
 use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource};
 use crsim::sim::SimTime;
@@ -128,9 +135,11 @@ fn the_executor_ticks_every_20_ms_of_simulated_time() {
     assert_eq!(log.take(), vec!["started MoveFor Move"]);
     run_steps(&mut app, 1);
     assert_eq!(log.take(), vec!["completed MoveFor replaced=false"]);
-    // The drive ran for the 20 steps between entry and exit: 0.1 s at 0.2 m/s.
+    // The entry's move waited for the first update-all round (the 4th step: rounds come every
+    // 20 ms), and the exit's stop went out with the round of the 20th step: the drive ran 16
+    // steps, 0.08 s at 0.2 m/s.
     let (p, _) = pose_of(&app, r);
-    assert!((p.x - 0.52).abs() < 0.002, "x = {}", p.x);
+    assert!((p.x - 0.516).abs() < 0.0005, "x = {}", p.x);
 }
 
 #[test]
@@ -367,4 +376,301 @@ fn update_all_drives_several_robots_and_refuses_a_sixth_slot() {
     }
     // The turn command of the earlier packet still runs; the refused one changed nothing.
     assert!((pose_of(&app, r2).1 - before - 0.02).abs() < 0.005);
+}
+
+// ---- The bot manager's own side ----
+
+fn link(app: &App, e: Entity) -> BotLink {
+    app.world().get::<BotLink>(e).unwrap().clone()
+}
+
+fn ask(app: &mut App, bot: Entity, action: LinkAction) {
+    app.world_mut().write_message(LinkRequest { bot, action });
+}
+
+fn drivers(n: usize) -> SceneFile {
+    let mut s = SceneFile::empty("drivers", 10.0, 6.0);
+    for i in 0..n {
+        let (x, y) = (0.5 + (i % 6) as f32 * 1.5, 0.5 + (i / 6) as f32 * 1.0);
+        s.robots.push(robot(&format!("d{i}"), x, y, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+    }
+    s
+}
+
+#[test]
+fn moving_commands_go_out_in_update_all_rounds_of_five_bots() {
+    let mut s = drivers(12);
+    s.botlink.status_period = 0.1;
+    let mut app = headless_app(s, SceneSource::Generated);
+    run_steps(&mut app, 10);
+    let m = app.world().resource::<BotManager>();
+    // dt is the 20 ms period: a round every step, three packets of 5, 5 and 2 bots.
+    assert_eq!(m.rounds, 10);
+    let carried: Vec<Vec<u32>> = m.round.iter().map(|p| p.bots()).collect();
+    assert_eq!(carried, vec![vec![0, 1, 2, 3, 4], vec![5, 6, 7, 8, 9], vec![10, 11]]);
+    assert_eq!(m.totals.sent.update_all.packets, 30);
+    assert_eq!(m.totals.sent.update_all.bytes, 30 * (4 + 5 * 11));
+    // Every bot was in every round, and only status requests went by unicast (every 5th step).
+    let d3 = named(&mut app, "d3");
+    let l = link(&app, d3);
+    assert_eq!(l.counters.sent.update_all.packets, 10);
+    assert_eq!(l.counters.sent.unicast.packets, 2);
+    assert_eq!(l.counters.statuses, 2, "each status request was answered");
+    assert_eq!(l.state, LinkState::Online);
+    // The robots took their commands from those packets, from the first step: 0.2 s at 0.1 m/s.
+    assert!((pose_of(&app, d3).0.x - 5.02).abs() < 1e-4, "{:?}", pose_of(&app, d3));
+}
+
+#[test]
+fn a_duplicate_unicast_within_1_ms_is_held_back_and_sent_the_step_after() {
+    // No status requests in the way of the count.
+    let mut s = drivers(2);
+    s.botlink.status_period = 100.0;
+    let mut app = headless_app(s, SceneSource::Generated);
+    run_steps(&mut app, 3);
+    let d1 = named(&mut app, "d1");
+    let before = link(&app, d1).counters.sent.unicast.packets;
+    ask(&mut app, d1, LinkAction::Motor { max_speed: 0.05, max_turn: 1.0 });
+    ask(&mut app, d1, LinkAction::Motor { max_speed: 0.05, max_turn: 1.0 });
+    run_steps(&mut app, 1);
+    let l = link(&app, d1);
+    assert_eq!(l.counters.duplicates_held, 1);
+    assert_eq!(l.counters.sent.unicast.packets, before + 1);
+    assert_eq!(app.world().get::<crsim::robot::Robot>(d1).unwrap().max_speed, 0.05, "the bot took its parameters");
+    run_steps(&mut app, 1);
+    let l = link(&app, d1);
+    assert_eq!(l.counters.sent.unicast.packets, before + 2, "the held copy left a step later");
+    assert_eq!(app.world().resource::<BotManager>().totals.duplicates_held, 1);
+    // A third copy while one waits deletes the waiting one.
+    for _ in 0..3 {
+        ask(&mut app, d1, LinkAction::Motor { max_speed: 0.06, max_turn: 1.0 });
+    }
+    run_steps(&mut app, 2);
+    let l = link(&app, d1);
+    assert_eq!((l.counters.duplicates_held, l.counters.duplicates_dropped), (3, 1));
+    assert_eq!(l.counters.sent.unicast.packets, before + 4);
+}
+
+#[test]
+fn a_bot_disconnected_by_hand_stops_and_comes_back_when_connected() {
+    let mut app = headless_app(drivers(2), SceneSource::Generated);
+    let log = with_log(&mut app);
+    let d0 = named(&mut app, "d0");
+    run_steps(&mut app, 10);
+    ask(&mut app, d0, LinkAction::Disconnect);
+    run_steps(&mut app, 1);
+    assert_eq!(state(&app, d0), LinkState::Offline);
+    let stopped = pose_of(&app, d0).0;
+    run_steps(&mut app, 20);
+    assert_eq!(pose_of(&app, d0).0, stopped, "no command reaches a disconnected bot");
+    let l = link(&app, d0);
+    assert_eq!(l.counters.sent.update_all.packets, 10, "it left the rounds");
+    ask(&mut app, d0, LinkAction::Connect);
+    run_steps(&mut app, 1);
+    // The ping sent on connecting was answered within the step.
+    assert_eq!(state(&app, d0), LinkState::Online);
+    run_steps(&mut app, 10);
+    assert!(pose_of(&app, d0).0.x > stopped.x + 0.009, "driving again");
+    let events: Vec<String> = log.take().into_iter().filter(|e| e.starts_with("link")).collect();
+    assert_eq!(events, vec!["link Online -> Offline", "link Offline -> Connecting", "link Connecting -> Online"]);
+    let l = link(&app, d0);
+    assert_eq!(l.counters.state_changes, 3);
+    // The disconnect, the ping, the motor parameters on connecting, and the status requests.
+    assert!(l.counters.sent.unicast.packets >= 3);
+    // Reconnect goes through offline and connecting again.
+    ask(&mut app, d0, LinkAction::Reconnect);
+    run_steps(&mut app, 1);
+    assert_eq!(state(&app, d0), LinkState::Online);
+    assert_eq!(link(&app, d0).counters.state_changes, 6);
+    // The other bot never noticed.
+    let d1 = named(&mut app, "d1");
+    assert_eq!(link(&app, d1).counters.state_changes, 0);
+}
+
+#[test]
+fn the_udp_transport_gives_the_same_run_as_in_process_with_and_without_multicast() {
+    let run = |transport: Transport, multicast: Option<&str>| {
+        let mut s = shipped_scene("collectors.ron");
+        s.botlink.transport = transport;
+        s.botlink.multicast = multicast.map(str::to_string);
+        let mut app = headless_app(s, SceneSource::Generated);
+        run_steps(&mut app, 300);
+        let report = build_report(app.world_mut(), 0.0);
+        (report.hash, report.sections["botlink"].clone())
+    };
+    let (here, b_here) = run(Transport::InProcess, None);
+    let (udp, b_udp) = run(Transport::Udp, None);
+    let (group, b_group) = run(Transport::Udp, Some("239.255.42.98:10098"));
+    assert_eq!(udp, here);
+    assert_eq!(group, here);
+    let packets = |b: &serde_json::Value, method: &str| b["total"]["sent"][method]["packets"].as_u64().unwrap();
+    let rounds = b_here["rounds"].as_u64().unwrap();
+    assert_eq!(rounds, 300);
+    assert!(packets(&b_here, "update_all") >= 300);
+    assert_eq!(packets(&b_udp, "update_all"), 0);
+    // Without a group every packet goes to each of its bots.
+    let bots = b_here["bots"].as_object().unwrap().len() as u64;
+    assert_eq!(packets(&b_udp, "update_all_unicast"), rounds * bots);
+    if b_group["multicast"].is_string() {
+        assert_eq!(packets(&b_group, "multicast"), packets(&b_here, "update_all"));
+    } else {
+        assert!(b_group["multicast_fallback"].as_str().unwrap().contains("unicast"));
+    }
+    for b in [&b_here, &b_udp, &b_group] {
+        assert_eq!(b["total"]["statuses"], b_here["total"]["statuses"], "{b}");
+        assert_eq!(b["total"]["replies_missed"], 0, "{b}");
+    }
+}
+
+/// A bot emulator serving on its own thread until stopped; returns its counters.
+struct Emulated {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<BotStats>,
+}
+
+impl Emulated {
+    fn start(scene: SceneFile, robot: &str) -> Emulated {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let robot = robot.to_string();
+        let thread = std::thread::spawn(move || {
+            let mut bot = BotEmulator::new(scene, SceneSource::Generated, &robot, "127.0.0.1", 0).unwrap();
+            tx.send(bot.local).unwrap();
+            bot.serve(|| flag.load(Ordering::Relaxed));
+            bot.stats
+        });
+        let address = rx.recv_timeout(Duration::from_secs(30)).expect("the emulator starts");
+        Emulated { address, stop, thread }
+    }
+
+    fn stop(self) -> BotStats {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+#[test]
+fn the_explorer_drives_an_outside_bot_emulator_around_its_room_over_udp() {
+    let room = shipped_scene("explorer.ron");
+    let bot = Emulated::start(room.clone(), "explorer");
+    let mut outside = room.clone();
+    outside.robots[0].outside = Some(bot.address.to_string());
+    outside.botlink.reply_timeout = 1.0;
+    let mut app = headless_app(outside, SceneSource::Generated);
+    let e = named(&mut app, "explorer");
+    assert_eq!(state(&app, e), LinkState::Connecting);
+    until_online(&mut app, e);
+    let connected_at = app.world().resource::<SimTime>().step;
+    run_steps(&mut app, 5000 - connected_at);
+    let l = link(&app, e);
+    assert_eq!(l.state, LinkState::Online);
+    let report = build_report(app.world_mut(), 0.0);
+    let stats = bot.stop();
+
+    // The same explorer inside the process, for comparison.
+    let mut here = headless_app(room, SceneSource::Generated);
+    run_steps(&mut here, 5000);
+    let inside = build_report(here.world_mut(), 0.0);
+    let coverage = |r: &crsim::run::report::RunReport| r.sections["explore"]["coverage"].as_f64().unwrap();
+    let (far, near) = (coverage(&report), coverage(&inside));
+    assert!(far > 0.03, "the outside bot explored: {far}");
+    assert!((far - near).abs() < 0.5 * near, "outside {far}, inside {near}");
+    let (distance, inside) = (report.robots[0].distance_m, inside.robots[0].distance_m);
+    eprintln!("coverage outside {far} inside {near}; distance outside {distance} inside {inside}");
+    assert!(distance > 3.0, "it drove around: {distance} m");
+
+    // Every packet is accounted for: what the manager sent the bot reached it, and every status
+    // it sent back was taken.
+    let c = &l.counters;
+    let sent = c.sent.unicast.packets + c.sent.update_all_unicast.packets + c.sent.multicast.packets;
+    assert_eq!(stats.received.packets, sent, "{stats:?} {c:?}");
+    assert_eq!(stats.malformed + stats.refused, 0);
+    assert_eq!(c.statuses, stats.statuses.packets);
+    assert_eq!(c.received.packets, stats.statuses.packets + stats.errors.packets);
+    assert_eq!(stats.rounds, c.sent.update_all_unicast.packets, "one round of its world per update-all packet");
+    assert_eq!(c.replies_missed, 0);
+    let b = &report.sections["botlink"]["bots"]["explorer"];
+    assert_eq!(b["state"], "online");
+    assert_eq!(b["outside"], bot_address(&l));
+}
+
+/// Steps until the outside bot `e` is online (its emulator answers on its own thread).
+fn until_online(app: &mut App, e: Entity) {
+    for _ in 0..2000 {
+        if state(app, e) == LinkState::Online {
+            return;
+        }
+        run_steps(app, 1);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the outside bot did not connect");
+}
+
+fn bot_address(l: &BotLink) -> String {
+    l.outside.unwrap().to_string()
+}
+
+#[test]
+fn the_manager_watchdog_drops_a_silent_outside_bot_to_connecting() {
+    let mut room = SceneFile::empty("room", 4.0, 3.0);
+    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+    room.botlink.watchdog = 0.5;
+    room.botlink.reply_timeout = 0.01;
+    let bot = Emulated::start(room.clone(), "far");
+    room.robots[0].outside = Some(bot.address.to_string());
+    let mut app = headless_app(room, SceneSource::Generated);
+    let e = named(&mut app, "far");
+    until_online(&mut app, e);
+    run_steps(&mut app, 20);
+    assert_eq!(state(&app, e), LinkState::Online);
+    let moved = pose_of(&app, e).0.x;
+    assert!(moved > 2.01, "its reported pose moved: {moved}");
+    bot.stop();
+    // 0.5 s of silence: 25 steps.
+    run_steps(&mut app, 30);
+    let l = link(&app, e);
+    assert_eq!(l.state, LinkState::Connecting);
+    assert_eq!(l.counters.watchdog_stops, 1);
+    assert!(l.counters.replies_missed > 0);
+    // Connecting, it gets the stop commands every round and a ping every status period.
+    let before = l.counters.sent.unicast.packets;
+    run_steps(&mut app, 10);
+    assert!(link(&app, e).counters.sent.unicast.packets >= before + 20);
+    assert_eq!(state(&app, e), LinkState::Connecting, "a bot that never answers stays connecting");
+}
+
+#[test]
+fn an_outside_bot_answering_garbage_is_counted_and_stays_connecting() {
+    let liar = UdpSocket::bind("127.0.0.1:0").unwrap();
+    liar.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
+    let mut room = SceneFile::empty("room", 4.0, 3.0);
+    let mut r = robot("liar", 2.0, 1.5, 0.0, ControllerSpec::Idle);
+    r.outside = Some(liar.local_addr().unwrap().to_string());
+    room.robots.push(r);
+    let mut unreachable = robot("v6", 1.0, 1.5, 0.0, ControllerSpec::Idle);
+    unreachable.outside = Some("[::1]:7001".into());
+    room.robots.push(unreachable);
+    room.botlink.reply_timeout = 0.0;
+    let mut app = headless_app(room, SceneSource::Generated);
+    let e = named(&mut app, "liar");
+    let mut buf = [0u8; 256];
+    for _ in 0..20 {
+        run_steps(&mut app, 1);
+        while let Ok((_, from)) = liar.recv_from(&mut buf) {
+            liar.send_to(&[0xde, 0xad, 0xbe], from).unwrap();
+        }
+    }
+    run_steps(&mut app, 1);
+    let l = link(&app, e);
+    assert_eq!(l.state, LinkState::Connecting);
+    assert!(l.counters.malformed >= 10, "{:?}", l.counters);
+    assert!(l.last_error.as_deref().unwrap_or("").contains("short packet"), "{:?}", l.last_error);
+    // An address the manager's socket cannot send to is an error naming the bot, not a panic.
+    let v6 = named(&mut app, "v6");
+    let v6 = link(&app, v6);
+    assert!(v6.counters.send_errors > 0);
+    assert!(v6.last_error.as_deref().unwrap_or("").contains("UDP to [::1]:7001"), "{:?}", v6.last_error);
+    assert_eq!(v6.state, LinkState::Connecting);
 }

@@ -965,3 +965,59 @@ fn a_viewer_attaches_late_pauses_the_run_and_detaches_without_stopping_it() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+
+#[test]
+fn crsims_explorer_drives_a_crsim_bot_process_over_udp_and_both_count_every_packet() {
+    let dir = temp_dir("outside-bot");
+    let bot_out = dir.join("bot.json");
+    let mut bot = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["bot", "scenes/explorer-outside.ron", "--robot", "explorer", "--port", "0"])
+        .args(["--out", &bot_out.to_string_lossy()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(bot.stdout.take().unwrap()));
+    let first = lines.next().expect("the bot says where it listens").unwrap();
+    let address = first.rsplit(' ').next().unwrap().to_string();
+    assert!(
+        first.starts_with("bot explorer (id 0) of scenes/explorer-outside.ron: listening on UDP 127.0.0.1:"),
+        "{first}"
+    );
+    let scene = std::fs::read_to_string("scenes/explorer-outside.ron").unwrap().replace("127.0.0.1:7001", &address);
+    let scene_file = dir.join("explorer-outside.ron");
+    std::fs::write(&scene_file, scene).unwrap();
+    let run_out = dir.join("run.json");
+    let out = crsim(&["run", &scene_file.to_string_lossy(), "--steps", "1000", "--out", &run_out.to_string_lossy()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let kill = Command::new("kill").args(["-INT", &bot.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    assert!(bot.wait().unwrap().success());
+    let summary: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(summary.iter().any(|l| l.contains("0 malformed, 0 refused")), "{summary:?}");
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&run_out).unwrap()).unwrap();
+    let bot: serde_json::Value = serde_json::from_slice(&std::fs::read(&bot_out).unwrap()).unwrap();
+    let manager = &run["botlink"]["bots"]["explorer"];
+    assert_eq!(manager["state"], "online");
+    let sent = ["unicast", "update_all_unicast", "multicast"]
+        .iter()
+        .map(|m| manager["sent"][m]["packets"].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(bot["received"]["packets"].as_u64().unwrap(), sent, "{manager} {bot}");
+    assert_eq!(bot["statuses"]["packets"], manager["statuses"]);
+    assert_eq!(bot["statuses"]["bytes"], manager["received"]["bytes"]);
+    assert!(run["robots"][0]["distance_m"].as_f64().unwrap() > 2.0, "the explorer drove the bot: {}", run["robots"][0]);
+    assert!(run["explore"]["coverage"].as_f64().unwrap() > 0.02);
+}
+
+#[test]
+fn a_bot_emulator_for_a_robot_the_scene_lacks_or_a_taken_port_is_a_clear_error() {
+    let out = crsim(&["bot", "scenes/explorer-outside.ron", "--robot", "nobody", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("has no robot \"nobody\" (robots: explorer)"), "{}", text(&out));
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = crsim(&["bot", "scenes/explorer-outside.ron", "--robot", "explorer", "--port", &port]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains(&format!("bot \"explorer\": cannot bind UDP 127.0.0.1:{port}")), "{}", text(&out));
+}

@@ -1,27 +1,40 @@
-//! The bot manager (seed 004): every command that reaches a robot travels as a packet — encoded
-//! by the transmitter, rebuilt by the command factory on the robot's side — and every robot has
-//! a connection in one of three states watched by a watchdog. Robots of controller kind
-//! `External` are driven from outside over UDP (see [`udp`]). The bot manager attaches a robot's
-//! link (and, for an external robot, its UDP port) when the robot is added.
+//! The bot manager (seed 004). Two sides live here:
 //!
-//! Link states: offline → connecting → online. A robot driven from inside crsim is online while
-//! its controller runs. An external robot starts connecting; its controller's first packet
-//! makes it online; no packet for the watchdog period drops it back to connecting (never
-//! straight to offline) and stops it; an explicit disconnect makes it offline.
+//! - **The manager's side** ([`manager`], [`exchange`], [`transmitter`], [`transport`]): the
+//!   commands of crsim's own controllers leave the skill system as packets — update-all rounds
+//!   every 20 ms for the moving commands of connected bots, buffered unicast for the rest — and
+//!   reach crsim's simulated bots inside the process or over UDP, and bots outside crsim (a
+//!   scene's `outside` address, for example `crsim bot`) over UDP. Every managed bot has a link
+//!   in one of three states, watched by the manager's watchdog; the panel connects and
+//!   disconnects bots by hand.
+//! - **A robot's end for outside controllers** ([`udp`]): robots of controller kind `External`
+//!   are driven from outside over UDP, with their own watchdog.
+//!
+//! Link states: offline → connecting → online (the seed's disconnected, connecting, connected),
+//! every change but offline → online. A simulated bot starts online; an outside bot and an
+//! external robot start connecting. The bot manager attaches a robot's link (and the ports it
+//! needs) when the robot is added.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 
 use bevy::prelude::*;
 
+mod exchange;
+pub mod manager;
 pub mod packet;
+pub mod transmitter;
+pub mod transport;
 pub mod udp;
 
-use packet::{Command, decode, encode};
+pub use manager::{BotManager, LinkAction, LinkCounters, LinkRequest};
+use packet::{Command, EMPTY_SLOT, Status, UpdateSlot, decode, encode};
+use transport::BotSocket;
 
 use crate::robot::{DriveCommand, GripCommand, LampState, Robot};
-use crate::scene::schema::ControllerSpec;
+use crate::scene::schema::{ControllerSpec, Transport};
 use crate::scene::{ActiveScene, SceneLoaded, SceneStatus};
-use crate::sim::{ActSystems, LoadSystems, SimSystems, SimTime, ThinkSystems};
+use crate::sim::{ActSystems, LoadSystems, RobotOrder, SimSystems, SimTime, ThinkSystems, add_report_section};
 
 /// Emergency stop: while engaged every robot is stopped with its gripper open, and no skill or
 /// command from any controller reaches the actuators.
@@ -70,34 +83,62 @@ pub struct SentCommand {
 /// How many sent commands each robot remembers.
 pub const RECENT_COMMANDS: usize = 8;
 
-/// A robot's connection.
+/// A robot's connection: as the bot manager sees a bot it drives, or as an external robot sees
+/// its outside controller.
 #[derive(Component, Debug, Clone)]
 pub struct BotLink {
     pub state: LinkState,
+    /// The robot's index in the scene: its bot id in packets.
+    pub index: u32,
     /// Driven from outside crsim (over UDP) rather than by an internal controller.
     pub external: bool,
-    /// Seconds of simulated time without a packet before an online external robot is dropped to
-    /// connecting.
+    /// Driven by a crsim controller through the bot manager (every robot but external ones,
+    /// and those beyond the 65,535 bot ids the packets address).
+    pub managed: bool,
+    /// An outside bot's address.
+    pub outside: Option<SocketAddr>,
+    /// Seconds of simulated time without a packet before an online link drops to connecting.
     pub watchdog: f32,
-    /// Simulated time of the last packet from the robot's controller.
+    /// Simulated time of the last packet from the other end.
     pub last_packet_s: f64,
     /// The last commands transmitted to the robot, newest last.
     pub recent: VecDeque<SentCommand>,
     pub packets_sent: u64,
     /// The robot's name as last announced, to notice renames.
     pub announced_name: String,
+    /// The latest moving commands the controller gave (the multicast delegate's entry).
+    pub command: UpdateSlot,
+    /// Motor parameters saved for the bot, sent by unicast when it connects: m/s, rad/s.
+    pub motor: (f32, f32),
+    /// The manager's counters for this bot.
+    pub counters: LinkCounters,
+    /// The bot's last status.
+    pub last_status: Option<Status>,
+    /// A status arrived that the pose of an outside bot has not taken yet.
+    pub fresh_status: bool,
+    /// The last problem with this bot (a send that failed, a malformed answer).
+    pub last_error: Option<String>,
 }
 
 impl BotLink {
     pub fn new(external: bool, watchdog: f32, name: &str) -> Self {
         Self {
             state: if external { LinkState::Connecting } else { LinkState::Online },
+            index: 0,
             external,
+            managed: false,
+            outside: None,
             watchdog,
             last_packet_s: 0.0,
             recent: VecDeque::with_capacity(RECENT_COMMANDS),
             packets_sent: 0,
             announced_name: name.to_string(),
+            command: UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, grip: false, lamp: false },
+            motor: (0.0, 0.0),
+            counters: LinkCounters::default(),
+            last_status: None,
+            fresh_status: false,
+            last_error: None,
         }
     }
 }
@@ -150,18 +191,25 @@ pub struct BotRenamed {
 }
 
 pub(super) fn plugin(app: &mut App) {
+    add_report_section(app, report_section);
     app.init_resource::<LinkStats>()
         .init_resource::<EmergencyStop>()
         .init_resource::<udp::UpdateAllSocket>()
         .add_observer(attach_link)
         .add_observer(announce_added)
         .add_observer(announce_removed)
-        .add_systems(PreUpdate, udp::open_update_all.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        .init_resource::<BotManager>()
+        .init_resource::<transport::CentralSocket>()
+        .add_message::<LinkRequest>()
+        .add_systems(
+            PreUpdate,
+            (udp::open_update_all, exchange::open).run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React),
+        )
         .add_systems(
             FixedUpdate,
             (
                 udp::receive.in_set(ThinkSystems::Receive),
-                transmit.in_set(ActSystems::Transmit),
+                (exchange::exchange, exchange::apply_reports, transmit).chain().in_set(ActSystems::Transmit),
                 (watchdog, announce_renamed).chain().in_set(SimSystems::Record),
             ),
         );
@@ -173,10 +221,24 @@ fn attach_link(add: On<Add, Robot>, active: Res<ActiveScene>, robots: Query<(&Ro
     let Some(spec) = active.scene.robots.get(robot.index as usize) else { return };
     let botlink = &active.scene.botlink;
     let external = matches!(spec.controller, ControllerSpec::External { .. });
+    let mut link = BotLink::new(external, botlink.watchdog, name.as_str());
+    link.index = robot.index;
+    // Bot ids are 16 bits with one kept for "empty slot": robots beyond are driven directly.
+    // A scene played by `crsim bot` has its robot driven by the emulator's own end instead.
+    link.managed = !external && !botlink.emulated && robot.index < u32::from(EMPTY_SLOT);
+    link.outside = spec.outside.as_deref().and_then(|a| a.parse().ok());
+    link.motor = (robot.max_speed, robot.max_turn);
+    if link.outside.is_some() {
+        link.state = LinkState::Connecting;
+    }
+    let udp_bot = link.managed && link.outside.is_none() && botlink.transport == Transport::Udp;
     let mut entity = commands.entity(add.entity);
-    entity.insert((Outbox::default(), BotLink::new(external, botlink.watchdog, name.as_str())));
+    entity.insert((Outbox::default(), link));
     if let ControllerSpec::External { port } = spec.controller {
         entity.insert(udp::UdpEndpoint::open(&botlink.address, port, name.as_str()));
+    }
+    if udp_bot {
+        entity.insert(BotSocket::open(&botlink.address, name.as_str()));
     }
 }
 
@@ -207,15 +269,16 @@ fn announce_renamed(mut commands: Commands, mut bots: Query<(Entity, &Name, &mut
     }
 }
 
-/// Transmits each robot's outbox: the encoder writes a packet, the command factory on the
-/// robot's side rebuilds the command, and the robot's actuators take it.
+/// Transmits the outbox of each robot the manager does not drive (external robots, whose
+/// commands came from outside, and robots beyond the bot ids): the encoder writes a packet, the
+/// command factory on the robot's side rebuilds the command, and the robot's actuators take it.
 fn transmit(
     time: Res<SimTime>,
     mut stats: ResMut<LinkStats>,
     mut robots: Query<(&mut Outbox, &mut BotLink, &mut DriveCommand, &mut GripCommand, &mut LampState)>,
 ) {
     for (mut outbox, mut link, mut drive, mut grip, mut lamp) in &mut robots {
-        if outbox.commands.is_empty() {
+        if outbox.commands.is_empty() || link.managed {
             continue;
         }
         for command in outbox.commands.drain(..) {
@@ -262,6 +325,55 @@ fn watchdog(
 /// skills when it sees the link leave online.
 pub fn stop_drive(outbox: &mut Outbox) {
     outbox.commands.push(Command::Move { linear: 0.0, angular: 0.0 });
+}
+
+/// The run metrics' `botlink` section: the manager's counters in total and per bot, the rounds,
+/// the transport; and, when the scene has external robots, their end's counters.
+fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
+    use serde_json::{Value, json};
+    let order = world.resource::<RobotOrder>().0.clone();
+    let mut bots = serde_json::Map::new();
+    let mut external = false;
+    for e in order {
+        let Some(link) = world.get::<BotLink>(e) else { continue };
+        external |= link.external;
+        if !link.managed {
+            continue;
+        }
+        let mut bot = serde_json::to_value(&link.counters).unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut bot {
+            fields.insert("state".into(), json!(link.state.name()));
+            if let Some(a) = link.outside {
+                fields.insert("outside".into(), json!(a.to_string()));
+            }
+        }
+        bots.insert(link.announced_name.clone(), bot);
+    }
+    if bots.is_empty() && !external {
+        return None;
+    }
+    let manager = world.resource::<BotManager>();
+    let central = world.resource::<transport::CentralSocket>();
+    let spec = &world.resource::<ActiveScene>().scene.botlink;
+    let mut section = json!({
+        "transport": match spec.transport { Transport::InProcess => "in_process", Transport::Udp => "udp" },
+        "multicast": central.group.map(|g| g.to_string()),
+        "multicast_fallback": central.fallback,
+        "rounds": manager.rounds,
+        "total": manager.totals,
+        "bots": bots,
+    });
+    if external {
+        let s = world.resource::<LinkStats>();
+        section["external"] = json!({
+            "packets_sent": s.packets_sent,
+            "packets_received": s.packets_received,
+            "malformed": s.malformed,
+            "refused": s.refused,
+            "errors_sent": s.errors_sent,
+        });
+    }
+    Some(("botlink".into(), section))
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ type RobotItem<'a> = (
     &'a mut Outbox,
 );
 
-fn status_of(
+pub(super) fn status_of(
     robot: &Robot,
     t: &Transform,
     battery: &Battery,

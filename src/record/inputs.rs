@@ -15,7 +15,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::format::{CommandInput, InputsRecord, SendInput};
-use crate::botlink::EmergencyStop;
+use crate::botlink::{BotLink, EmergencyStop};
 use crate::comms::model::{PairParams, RobotParams, SystemParams};
 use crate::comms::{CommType, Payload, Radio, RadioOut, Target};
 use crate::control::ControllerKind;
@@ -184,14 +184,21 @@ pub(super) fn params_at_step_start(
 pub(super) fn commands_after_transmit(
     time: Res<SimTime>,
     mut log: ResMut<InputLog>,
-    mut robots: Query<(&Robot, &ControllerKind, &mut DriveCommand, &mut GripCommand, &mut LampState)>,
+    mut robots: Query<(
+        &Robot,
+        &ControllerKind,
+        &mut DriveCommand,
+        &mut GripCommand,
+        &mut LampState,
+        Option<&mut BotLink>,
+    )>,
 ) {
     let log = &mut *log;
     match log.mode {
         InputMode::Off => {}
         InputMode::Record => {
             let mut changed: Vec<CommandInput> = Vec::new();
-            for (robot, kind, drive, grip, lamp) in &robots {
+            for (robot, kind, drive, grip, lamp, _) in &robots {
                 if !driven_from_outside(&kind.0) {
                     continue;
                 }
@@ -215,11 +222,16 @@ pub(super) fn commands_after_transmit(
             if record.commands.is_empty() {
                 return;
             }
-            for (robot, _, mut drive, mut grip, mut lamp) in &mut robots {
+            for (robot, _, mut drive, mut grip, mut lamp, link) in &mut robots {
                 if let Some(c) = record.commands.iter().find(|c| c.robot == robot.index) {
                     *drive = DriveCommand { linear: c.linear, angular: c.angular };
                     grip.close = c.grip;
                     lamp.on = c.lamp;
+                    // The bot manager's next rounds carry the same commands, as they did live.
+                    if let Some(mut link) = link {
+                        let slot = &mut link.command;
+                        (slot.linear, slot.angular, slot.grip, slot.lamp) = (c.linear, c.angular, c.grip, c.lamp);
+                    }
                 }
             }
         }

@@ -5,7 +5,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{DriveCommand, Odometry, PoseCache, Robot};
+use super::{DriveCommand, Odometry, PoseCache, ReportedPose, Robot};
 use crate::sim::SimTime;
 use crate::world::Station;
 
@@ -70,7 +70,10 @@ pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDriv
 }
 
 pub(super) fn apply_drive(
-    mut robots: Query<(&Robot, &Transform, &PoseCache, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity)>,
+    mut robots: Query<
+        (&Robot, &Transform, &PoseCache, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity),
+        Without<ReportedPose>,
+    >,
 ) {
     for (robot, transform, cache, cmd, battery, mut applied, mut velocity) in &mut robots {
         let a = limit(*cmd, robot, battery);
@@ -85,7 +88,7 @@ pub(super) fn update_battery(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
     stations: Query<&Station>,
-    mut robots: Query<(Entity, &AppliedDrive, &mut Battery)>,
+    mut robots: Query<(Entity, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
     for (entity, applied, mut battery) in &mut robots {

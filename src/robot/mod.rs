@@ -34,6 +34,12 @@ pub struct Robot {
     pub max_turn: f32,
 }
 
+/// A robot whose body lives outside crsim (an outside bot): its pose and battery come from its
+/// status reports, the drive and the battery do not act on it, and its body here is kinematic
+/// (other bodies meet it where it reports to be).
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportedPose;
+
 /// What the controller wants from the wheels this step, before limits: m/s and rad/s.
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
 pub struct DriveCommand {
@@ -150,8 +156,13 @@ pub(super) fn plugin(app: &mut App) {
 pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<Entity>) -> Entity {
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
-    world
-        .spawn((
+    let body = if spec.outside.is_some() { RigidBody::KinematicPositionBased } else { RigidBody::Dynamic };
+    let mut robot = world.spawn_empty();
+    if spec.outside.is_some() {
+        robot.insert(ReportedPose);
+    }
+    robot
+        .insert((
             Name::new(spec.name.clone()),
             SceneEntity,
             Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
@@ -159,7 +170,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
             DiscRadius(spec.radius),
             transform2d(pos, spec.pose.2.to_radians()),
             (
-                PendingPhysics::new(Some(RigidBody::Dynamic), Collider::ball(spec.radius)),
+                PendingPhysics::new(Some(body), Collider::ball(spec.radius)),
                 ColliderMassProperties::Density(ROBOT_DENSITY),
                 Friction::coefficient(0.0),
                 Restitution::coefficient(0.0),

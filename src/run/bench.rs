@@ -8,6 +8,8 @@ use rand::RngExt;
 use bevy::prelude::*;
 
 use super::headless::{headless_app, run_in_chunks};
+use crate::botlink::BotManager;
+use crate::botlink::manager::RoundTiming;
 use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
 use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, RobotSpec, SceneFile, StationSpec};
@@ -50,6 +52,8 @@ pub struct BenchResult {
     /// Messages delivered (with `--comms`).
     pub deliveries: u64,
     pub deliveries_per_s: f64,
+    /// The bot manager's exchanges in round steps (wall clock, on one core).
+    pub botlink: RoundTiming,
 }
 
 /// Radio range of the benchmark robots with `--comms`, metres: about a dozen neighbours each.
@@ -109,6 +113,7 @@ pub fn run_bench_with(
     app.world_mut().resource_mut::<crate::record::Recorder>().finish(false);
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let deliveries = app.world().resource::<Radio>().0.stats.delivered;
+    let botlink = app.world().resource::<BotManager>().timing;
     BenchResult {
         robots,
         steps,
@@ -116,6 +121,7 @@ pub fn run_bench_with(
         robot_steps_per_s: robots as f64 * steps as f64 / wall,
         deliveries,
         deliveries_per_s: deliveries as f64 / wall,
+        botlink,
     }
 }
 

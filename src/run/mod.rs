@@ -5,6 +5,7 @@
 use bevy::prelude::*;
 
 pub mod bench;
+pub mod bot;
 pub mod files;
 pub mod headless;
 pub mod hot_reload;

@@ -166,6 +166,30 @@ impl RunReport {
                 None => writeln!(s, "until {}: not reached in {} steps", u.condition.name(), self.steps),
             };
         }
+        if let Some(b) = self.sections.get("botlink")
+            && b.get("rounds").is_some()
+        {
+            let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+            let t = &b["total"];
+            let sent = &t["sent"];
+            let update_all =
+                ["update_all", "multicast", "update_all_unicast"].iter().map(|m| n(&sent[m]["packets"])).sum::<u64>();
+            let _ = writeln!(
+                s,
+                "botlink: {} rounds; sent {update_all} update-all and {} unicast packets; received {} statuses, {} malformed; {} held back; {} watchdog stops",
+                n(&b["rounds"]),
+                n(&sent["unicast"]["packets"]),
+                n(&t["statuses"]),
+                n(&t["malformed"]),
+                n(&t["duplicates_held"]),
+                n(&t["watchdog_stops"]),
+            );
+            for (name, bot) in b["bots"].as_object().into_iter().flatten() {
+                if let Some(addr) = bot["outside"].as_str() {
+                    let _ = writeln!(s, "  outside bot {name} at {addr}: {}", bot["state"].as_str().unwrap_or("?"));
+                }
+            }
+        }
         if self.interrupted {
             let _ = writeln!(s, "interrupted: these are the metrics of the {} steps done", self.steps);
         }

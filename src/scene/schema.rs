@@ -69,16 +69,58 @@ pub struct BotlinkSpec {
     /// absent. Port 0 picks a free port.
     #[serde(default)]
     pub update_all_port: Option<u16>,
-    /// Seconds of simulated time without a packet before an online external robot drops back to
-    /// connecting and stops.
+    /// Seconds of simulated time without a packet before an online link drops back to
+    /// connecting and stops: an external robot not hearing its controller, or the bot manager
+    /// not hearing a bot.
     #[serde(default = "default_watchdog")]
     pub watchdog: f32,
+    /// How the bot manager's packets reach crsim's own simulated bots. Outside bots are always
+    /// reached over UDP.
+    #[serde(default)]
+    pub transport: Transport,
+    /// With the UDP transport: the IP multicast group (`"239.255.42.42:10050"`) update-all
+    /// packets go to. Without one, or where the host does not allow multicast, each packet goes
+    /// by unicast to every bot it carries.
+    #[serde(default)]
+    pub multicast: Option<String>,
+    /// Seconds of simulated time between two status requests to a connected bot (a ping to a
+    /// connecting one); its answer feeds the manager's watchdog.
+    #[serde(default = "default_status_period")]
+    pub status_period: f32,
+    /// Wall-clock seconds the manager waits after each update-all round for the answers of the
+    /// connected outside bots it addressed (0: do not wait). Waiting keeps an outside bot in
+    /// lock-step with the simulation.
+    #[serde(default = "default_reply_timeout")]
+    pub reply_timeout: f32,
+    /// Set by `crsim bot`: the scene's robot is played as an outside bot, driven by the packets
+    /// the emulator takes, not by this process's bot manager.
+    #[serde(skip)]
+    pub emulated: bool,
 }
 
 impl Default for BotlinkSpec {
     fn default() -> Self {
-        Self { address: default_address(), update_all_port: None, watchdog: default_watchdog() }
+        Self {
+            address: default_address(),
+            update_all_port: None,
+            watchdog: default_watchdog(),
+            transport: Transport::default(),
+            multicast: None,
+            status_period: default_status_period(),
+            reply_timeout: default_reply_timeout(),
+            emulated: false,
+        }
     }
+}
+
+/// How the bot manager's packets travel to simulated bots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Transport {
+    /// Handed over inside the process: no sockets, the same bytes.
+    #[default]
+    InProcess,
+    /// Real UDP datagrams on the loopback (or `address`): every simulated bot gets a port.
+    Udp,
 }
 
 /// What happens to the robots of a program that has not answered a step in time.
@@ -250,6 +292,11 @@ pub struct RobotSpec {
     pub controller: ControllerSpec,
     #[serde(default)]
     pub comms: RobotCommsSpec,
+    /// A bot outside crsim at this UDP address (`"127.0.0.1:7001"`, for example `crsim bot`):
+    /// the bot manager sends it the commands of its controller and takes its status packets as
+    /// its pose and battery.
+    #[serde(default)]
+    pub outside: Option<String>,
 }
 
 /// Battery: charge in abstract units; drain per second idle, per metre driven and per radian
@@ -504,6 +551,7 @@ impl RobotSpec {
             grip_reach: default_grip_reach(),
             controller: ControllerSpec::Idle,
             comms: RobotCommsSpec::default(),
+            outside: None,
         }
     }
 }
@@ -637,6 +685,12 @@ fn default_max_connections() -> usize {
 }
 fn default_watchdog() -> f32 {
     2.0
+}
+fn default_status_period() -> f32 {
+    0.5
+}
+fn default_reply_timeout() -> f32 {
+    0.05
 }
 fn default_probability() -> f32 {
     1.0

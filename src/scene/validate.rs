@@ -316,6 +316,37 @@ fn check_botlink(scene: &SceneFile, err: &mut Report) {
     if !positive(b.watchdog) {
         err("botlink".into(), format!("watchdog must be positive seconds, got {}", b.watchdog));
     }
+    if !positive(b.status_period) {
+        err("botlink".into(), format!("status_period must be positive seconds, got {}", b.status_period));
+    }
+    if !(b.reply_timeout.is_finite() && (0.0..=10.0).contains(&b.reply_timeout)) {
+        err("botlink".into(), format!("reply_timeout must be 0 to 10 seconds, got {}", b.reply_timeout));
+    }
+    if let Some(group) = &b.multicast {
+        match group.parse::<std::net::SocketAddr>() {
+            Ok(addr) if addr.ip().is_multicast() => {}
+            Ok(_) => err("botlink".into(), format!("multicast \"{group}\" is not a multicast address (224.0.0.0/4)")),
+            Err(_) => err(
+                "botlink".into(),
+                format!("multicast \"{group}\" is not an address and port like \"239.255.42.42:10050\""),
+            ),
+        }
+    }
+    for r in &scene.robots {
+        let Some(address) = &r.outside else { continue };
+        let me = format!("robot \"{}\"", r.name);
+        match address.parse::<std::net::SocketAddr>() {
+            Ok(addr) if addr.port() == 0 => err(me.clone(), format!("outside address \"{address}\" needs a port")),
+            Ok(_) => {}
+            Err(_) => err(
+                me.clone(),
+                format!("outside address \"{address}\" is not an address and port like \"127.0.0.1:7001\""),
+            ),
+        }
+        if matches!(r.controller, ControllerSpec::External { .. }) {
+            err(me, "an outside bot is driven by a crsim controller, not External".into());
+        }
+    }
     let mut ports: HashMap<u16, String> = HashMap::new();
     if let Some(p) = b.update_all_port.filter(|p| *p != 0) {
         ports.insert(p, "the update-all port".into());
@@ -747,10 +778,23 @@ mod tests {
         s.botlink.update_all_port = Some(9000);
         s.botlink.address = "localhost:1".into();
         s.botlink.watchdog = 0.0;
+        s.botlink.multicast = Some("127.0.0.1:9".into());
+        s.botlink.reply_timeout = -1.0;
+        let mut outside = RobotSpec::new("far", 1.0, 1.0, 0.0);
+        outside.outside = Some("somewhere".into());
+        outside.controller = ControllerSpec::External { port: 0 };
+        s.robots.push(outside);
         s.robots[0].controller = ControllerSpec::External { port: 9000 };
         let m = messages(&s);
         assert!(m.contains(&"botlink: address \"localhost:1\" is not an IP address".to_string()), "{m:?}");
         assert!(m.contains(&"botlink: watchdog must be positive seconds, got 0".to_string()), "{m:?}");
+        assert!(m.iter().any(|x| x.contains("multicast \"127.0.0.1:9\" is not a multicast address")), "{m:?}");
+        assert!(m.iter().any(|x| x.contains("reply_timeout must be 0 to 10 seconds")), "{m:?}");
+        assert!(
+            m.iter().any(|x| x.contains("robot \"far\": outside address \"somewhere\" is not an address")),
+            "{m:?}"
+        );
+        assert!(m.iter().any(|x| x.contains("robot \"far\": an outside bot is driven by a crsim controller")), "{m:?}");
         assert!(m.contains(&"robot \"r1\": UDP port 9000 is already used by the update-all port".to_string()), "{m:?}");
     }
 

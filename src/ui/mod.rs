@@ -8,8 +8,9 @@ use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
+use crate::botlink::transport::CentralSocket;
 use crate::botlink::udp::{UdpEndpoint, UpdateAllSocket};
-use crate::botlink::{BotLink, LinkState, LinkStats};
+use crate::botlink::{BotLink, BotManager, LinkAction, LinkRequest, LinkState, LinkStats};
 use crate::control::ControllerKind;
 use crate::control::explore::Explorer;
 use crate::control::network::NetworkController;
@@ -165,6 +166,9 @@ struct BotManagerView<'w, 's> {
     estop: ResMut<'w, EmergencyStop>,
     stats: Res<'w, LinkStats>,
     update_all: Res<'w, UpdateAllSocket>,
+    manager: Res<'w, BotManager>,
+    central: Res<'w, CentralSocket>,
+    requests: MessageWriter<'w, LinkRequest>,
     links: Query<'w, 's, (Entity, &'static Name, &'static BotLink, Option<&'static UdpEndpoint>)>,
     detail: Query<'w, 's, (&'static Executor, &'static BotLink, Option<&'static UdpEndpoint>, &'static LampState)>,
 }
@@ -236,7 +240,13 @@ fn control_panel(
             );
             ui.separator();
             let selected = selection.0.and_then(|e| robots.get(e).ok().zip(bots.detail.get(e).ok()));
-            inspector(ui, selected, &names);
+            let mut asked = Vec::new();
+            inspector(ui, selected, &names, &mut |action| asked.push(action));
+            if let Some(bot) = selection.0 {
+                for action in asked {
+                    bots.requests.write(LinkRequest { bot, action });
+                }
+            }
         });
     });
     panel_width.0 = response.response.rect.width();
@@ -363,6 +373,35 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
         ))
         .small(),
     );
+    let m = &*bots.manager;
+    let t = &m.totals;
+    ui.label(
+        egui::RichText::new(format!(
+            "rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
+            m.rounds,
+            t.sent.update_all.packets + t.sent.multicast.packets + t.sent.update_all_unicast.packets,
+            t.sent.unicast.packets,
+            t.statuses,
+            t.duplicates_held,
+            t.watchdog_stops
+        ))
+        .small(),
+    );
+    if let Some(local) = bots.central.local {
+        let group = bots.central.group.map_or(String::new(), |g| format!(", multicast {g}"));
+        ui.label(egui::RichText::new(format!("manager on udp://{local}{group}")).small());
+    }
+    if let Some(e) = bots.central.error.as_ref().or(bots.central.fallback.as_ref()) {
+        ui.label(egui::RichText::new(e).small().color(palette::ERROR));
+    }
+    // Outside bots: where they are and whether they answer.
+    for (e, name, link, _) in bots.links.iter().filter(|(_, _, l, _)| l.outside.is_some()) {
+        let addr = link.outside.map(|a| a.to_string()).unwrap_or_default();
+        let text = format!("{name}: {} — outside bot at udp://{addr}", link.state.name());
+        if ui.selectable_label(selection.0 == Some(e), text).clicked() {
+            selection.0 = Some(e);
+        }
+    }
     if let Some(addr) = bots.update_all.local {
         ui.label(format!("update-all port: udp://{addr}"));
     }
@@ -514,6 +553,7 @@ fn inspector(
     ui: &mut egui::Ui,
     robot: Option<(<RobotView as bevy::ecs::query::QueryData>::Item<'_, '_>, LinkView<'_>)>,
     names: &Query<&Name>,
+    ask: &mut dyn FnMut(LinkAction),
 ) {
     ui.heading("Inspector");
     let Some((
@@ -555,7 +595,12 @@ fn inspector(
         row("collisions", odo.collisions.to_string());
         row("distance", format!("{:.2} m", odo.distance));
         row("lamp", if lamp.on { "on".into() } else { "off".into() });
-        let kind = if link.external { "external" } else { "internal" };
+        let kind = match (link.external, link.outside) {
+            (true, _) => "external controller".to_string(),
+            (false, Some(a)) => format!("outside bot at {a}"),
+            (false, None) if link.managed => "simulated bot".to_string(),
+            (false, None) => "driven directly".to_string(),
+        };
         row("link", format!("{} ({kind})", link.state.name()));
         if let Some(ep) = endpoint {
             let peer = ep.peer.map_or("no controller yet".to_string(), |p| format!("from {p}"));
@@ -567,6 +612,9 @@ fn inspector(
             row(&format!("{} slot", group.name()), running);
         }
     });
+    if link.managed {
+        bot_link_controls(ui, link, ask);
+    }
     ui.label(format!("last commands ({} packets sent):", link.packets_sent));
     for sent in link.recent.iter().rev() {
         ui.label(
@@ -593,5 +641,65 @@ fn inspector(
             .monospace()
             .small(),
         );
+    }
+}
+
+/// One managed bot's link: connect, disconnect and reconnect by hand, its motor parameters, its
+/// counters and last status.
+fn bot_link_controls(ui: &mut egui::Ui, link: &BotLink, ask: &mut dyn FnMut(LinkAction)) {
+    ui.horizontal(|ui| {
+        if ui.add_enabled(link.state == LinkState::Offline, egui::Button::new("Connect")).clicked() {
+            ask(LinkAction::Connect);
+        }
+        if ui.add_enabled(link.state != LinkState::Offline, egui::Button::new("Disconnect")).clicked() {
+            ask(LinkAction::Disconnect);
+        }
+        if ui.button("Reconnect").clicked() {
+            ask(LinkAction::Reconnect);
+        }
+    });
+    let (mut speed, mut turn) = (link.motor.0, link.motor.1.to_degrees());
+    ui.horizontal(|ui| {
+        ui.label("motor");
+        let a = ui.add(egui::DragValue::new(&mut speed).range(0.0..=5.0).speed(0.01).suffix(" m/s"));
+        let b = ui.add(egui::DragValue::new(&mut turn).range(0.0..=1000.0).speed(1.0).suffix(" °/s"));
+        if a.changed() || b.changed() {
+            ask(LinkAction::Motor { max_speed: speed, max_turn: turn.to_radians() });
+        }
+    });
+    let c = &link.counters;
+    let update_all = c.sent.update_all.packets + c.sent.multicast.packets + c.sent.update_all_unicast.packets;
+    ui.label(
+        egui::RichText::new(format!(
+            "sent {} unicast, {update_all} update-all; received {} ({} statuses, {} malformed); \
+             held back {}; watchdog stops {}; state changes {}",
+            c.sent.unicast.packets,
+            c.received.packets,
+            c.statuses,
+            c.malformed,
+            c.duplicates_held,
+            c.watchdog_stops,
+            c.state_changes
+        ))
+        .small(),
+    );
+    match &link.last_status {
+        Some(s) => ui.label(
+            egui::RichText::new(format!(
+                "last status at {:.2} s: ({:.2}, {:.2}) {:.0}°, battery {:.0}%, {}{}",
+                link.last_packet_s,
+                s.x,
+                s.y,
+                s.heading.to_degrees(),
+                s.battery * 100.0,
+                if s.bump { "bumping" } else { "clear" },
+                s.held.as_ref().map_or(String::new(), |h| format!(", holding {h}"))
+            ))
+            .small(),
+        ),
+        None => ui.label(egui::RichText::new("no status yet").small()),
+    };
+    if let Some(e) = &link.last_error {
+        ui.label(egui::RichText::new(e).small().color(palette::ERROR));
     }
 }

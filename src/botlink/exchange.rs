@@ -1,0 +1,587 @@
+//! The bot manager's exchange, once per step in the act stage after the skill executors:
+//! requests from the panel, the watchdog, the delegate taking the controllers' commands, status
+//! requests, the update-all round, the buffered transmitter's flush, delivery by the scene's
+//! transport, the simulated bots' ends obeying, and the bots' answers taken — all in robot
+//! order, so a run is the same whichever transport carries it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bevy::ecs::query::QueryData;
+use bevy::prelude::*;
+
+use super::manager::{
+    BotManager, Heard, LinkAction, LinkCounters, LinkRequest, RoundPacket, change_state, group_slots, hear, refusal,
+    status_due,
+};
+use super::packet::{Command, EMPTY_SLOT, UpdateSlot, decode, encode};
+use super::transmitter::Flushed;
+use super::transport::{BotSocket, CentralSocket, join_group, obey, open_central, receive_all, wait_for};
+use super::udp::status_of;
+use super::{BotLink, LinkState, Outbox};
+use crate::robot::{Battery, BumpSensor, DriveCommand, GripCommand, Gripper, LampState, ReportedPose, Robot};
+use crate::scene::ActiveScene;
+use crate::scene::schema::Transport;
+use crate::sim::{RobotOrder, SimTime};
+
+/// Bytes of an update-all packet.
+const UPDATE_ALL_LEN: usize = super::packet::HEADER_LEN + super::packet::UPDATE_ALL_SLOTS * super::packet::SLOT_LEN;
+
+/// How long the simulated bots' ends wait for datagrams already sent to them on the loopback.
+const LOOPBACK_WAIT: Duration = Duration::from_secs(1);
+
+#[derive(QueryData)]
+#[query_data(mutable)]
+pub(super) struct Bot {
+    entity: Entity,
+    robot: &'static mut Robot,
+    link: &'static mut BotLink,
+    outbox: &'static mut Outbox,
+    drive: &'static mut DriveCommand,
+    grip: &'static mut GripCommand,
+    lamp: &'static mut LampState,
+    transform: &'static Transform,
+    battery: &'static Battery,
+    bump: &'static BumpSensor,
+    gripper: &'static Gripper,
+    socket: Option<&'static mut BotSocket>,
+}
+
+/// Sets up the manager and its sockets for the scene just loaded.
+pub(super) fn open(
+    mut commands: Commands,
+    active: Res<ActiveScene>,
+    links: Query<(&Robot, &BotLink, Option<&BotSocket>)>,
+) {
+    let spec = &active.scene.botlink;
+    commands.insert_resource(BotManager::new(active.scene.dt, spec.status_period));
+    let needs_udp = spec.transport == Transport::Udp || links.iter().any(|(_, l, _)| l.outside.is_some());
+    if !needs_udp {
+        commands.insert_resource(CentralSocket::default());
+        return;
+    }
+    let group = spec.multicast.as_deref().and_then(|g| g.parse::<SocketAddr>().ok());
+    let mut central = open_central(&spec.address, group);
+    for (robot, link, socket) in &links {
+        let address = link.outside.or_else(|| socket.and_then(|s| s.local));
+        if let Some(address) = address {
+            central.by_address.insert(address, robot.index);
+            central.addresses.insert(robot.index, address);
+        }
+    }
+    if let Some(group) = central.group
+        && spec.transport == Transport::Udp
+    {
+        match join_group(&spec.address, group) {
+            Ok(receiver) => central.group_receiver = Some(receiver),
+            Err(e) => central.fall_back(group, &e),
+        }
+    }
+    if let Some(local) = central.local {
+        info!("bot manager on UDP {local}");
+    }
+    commands.insert_resource(central);
+}
+
+/// Where a bot is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    Here,
+    /// A simulated bot's own port.
+    Port(SocketAddr),
+    /// An outside bot.
+    Outside(SocketAddr),
+}
+
+fn reach(link: &BotLink, index: u32, central: &CentralSocket) -> Reach {
+    if link.outside.is_none() && central.addresses.is_empty() {
+        return Reach::Here;
+    }
+    match (link.outside, central.addresses.get(&index)) {
+        (Some(a), _) => Reach::Outside(a),
+        (None, Some(a)) => Reach::Port(*a),
+        (None, None) => Reach::Here,
+    }
+}
+
+/// The exchange's lists, kept between steps so they are not allocated again.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Unicast commands of the pass over the bots: (robot index, command).
+    queue: Vec<(u32, Command)>,
+    /// This round's slots by robot index.
+    slots: Vec<Option<UpdateSlot>>,
+    /// How each bot is reached, by robot index.
+    reach: Vec<Reach>,
+    /// Unicast commands for bots inside the process, in robot order: (index, command, bytes).
+    here: Vec<(u32, Command, usize)>,
+    /// Where each robot index's commands start in `here`.
+    here_start: Vec<u32>,
+    /// The update-all slot each bot inside the process received.
+    slot_in: Vec<Option<UpdateSlot>>,
+}
+
+/// What this step sent over UDP and what the ends and the manager wait for.
+#[derive(Default)]
+struct Expect {
+    /// Datagrams sent to each simulated bot's port.
+    at_port: HashMap<u32, u32>,
+    /// Update-all packets sent to the group for simulated bots.
+    at_group: u32,
+    /// Answers due to the manager, by robot index.
+    answers: HashMap<u32, u32>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn exchange(
+    mut commands: Commands,
+    time: Res<SimTime>,
+    active: Res<ActiveScene>,
+    order: Res<RobotOrder>,
+    mut manager: ResMut<BotManager>,
+    mut central: ResMut<CentralSocket>,
+    mut requests: MessageReader<LinkRequest>,
+    mut bots: Query<Bot>,
+    names: Query<&Name>,
+    mut scratch: Local<Scratch>,
+) {
+    let started = Instant::now();
+    let now = time.seconds();
+    let spec = &active.scene.botlink;
+    let m = &mut *manager;
+    let round = m.clock.step(time.dt);
+
+    for r in requests.read() {
+        let Ok(mut b) = bots.get_mut(r.bot) else { continue };
+        if !b.link.managed {
+            continue;
+        }
+        let index = b.robot.index;
+        let link = &mut *b.link;
+        match r.action {
+            LinkAction::Connect => connect(&mut commands, m, r.bot, index, link),
+            LinkAction::Disconnect => disconnect(&mut commands, m, r.bot, index, link),
+            LinkAction::Reconnect => {
+                disconnect(&mut commands, m, r.bot, index, link);
+                connect(&mut commands, m, r.bot, index, link);
+            }
+            LinkAction::Motor { max_speed, max_turn } => {
+                link.motor = (max_speed, max_turn);
+                if link.state == LinkState::Online {
+                    m.send(index, &Command::MotorParams { max_speed, max_turn });
+                }
+            }
+        }
+    }
+
+    // The watchdog, the delegate, the status requests and the round, bot by bot (a pass in the
+    // query's order; what it queues is put in robot order below).
+    let n = order.0.len();
+    let sc = &mut *scratch;
+    sc.queue.clear();
+    sc.slots.clear();
+    sc.slots.resize(n, None);
+    sc.reach.clear();
+    sc.reach.resize(n, Reach::Here);
+    for mut b in &mut bots {
+        if !b.link.managed {
+            continue;
+        }
+        let index = b.robot.index;
+        let Some(i) = usize::try_from(index).ok().filter(|&i| i < n) else { continue };
+        sc.reach[i] = reach(&b.link, index, &central);
+        let link = &mut *b.link;
+        if link.state == LinkState::Online && now - link.last_packet_s > f64::from(spec.watchdog) {
+            change_state(&mut commands, b.entity, link, LinkState::Connecting, &mut m.totals);
+            link.counters.watchdog_stops += 1;
+            m.totals.watchdog_stops += 1;
+        }
+        for command in b.outbox.commands.drain(..) {
+            match command {
+                Command::Move { linear, angular } => (link.command.linear, link.command.angular) = (linear, angular),
+                Command::Grip { close } => link.command.grip = close,
+                Command::Lamp { on } => link.command.lamp = on,
+                other => sc.queue.push((index, other)),
+            }
+        }
+        if status_due(time.step, index, m.status_every) {
+            match link.state {
+                LinkState::Online => sc.queue.push((index, Command::StatusRequest)),
+                LinkState::Connecting => sc.queue.push((index, Command::Ping)),
+                LinkState::Offline => {}
+            }
+        }
+        if round {
+            match link.state {
+                LinkState::Online => {
+                    sc.slots[i] = Some(UpdateSlot { bot: index as u16, ..link.command });
+                    // Counted here, where the link is at hand anyway: inside the process every
+                    // round packet reaches its bots.
+                    if sc.reach[i] == Reach::Here {
+                        link.counters.sent.update_all.add(UPDATE_ALL_LEN);
+                        link.packets_sent += 1;
+                    }
+                }
+                // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
+                LinkState::Connecting => {
+                    sc.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
+                    sc.queue.push((index, Command::Lamp { on: false }));
+                }
+                LinkState::Offline => {}
+            }
+        }
+    }
+    sc.queue.sort_by_key(|(index, _)| *index);
+    for (index, command) in sc.queue.drain(..) {
+        m.send(index, &command);
+    }
+    m.round.clear();
+    if round {
+        m.rounds += 1;
+        let round = &mut m.round;
+        group_slots(sc.slots.iter().flatten().copied(), |packet| {
+            round.push(RoundPacket { bytes: encode(&Command::UpdateAll(packet)) });
+        });
+    }
+
+    let mut flushed = Flushed::default();
+    m.transmitter.flush(now, &mut flushed);
+    for (bots_of, held) in [(&flushed.held, true), (&flushed.dropped, false)] {
+        for &index in bots_of {
+            let counters = |c: &mut LinkCounters| {
+                if held { c.duplicates_held += 1 } else { c.duplicates_dropped += 1 }
+            };
+            counters(&mut m.totals);
+            if let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) {
+                counters(&mut b.link.counters);
+            }
+        }
+    }
+
+    // Delivery: over UDP at once (few bots); inside the process into per-bot lists that the
+    // bots' ends take in one pass below.
+    let mut expect = Expect::default();
+    let mut packets = 0u64;
+    sc.here.clear();
+    sc.slot_in.clear();
+    sc.slot_in.resize(n, None);
+    for (index, bytes) in std::mem::take(&mut flushed.sent) {
+        let Some(&to) = sc.reach.get(index as usize) else { continue };
+        packets += 1;
+        m.totals.sent.unicast.add(bytes.len());
+        let command = decode(&bytes).ok();
+        match to {
+            Reach::Here => {
+                if let Some(command) = command {
+                    sc.here.push((index, command, bytes.len()));
+                }
+            }
+            Reach::Port(address) | Reach::Outside(address) => {
+                let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
+                b.link.counters.sent.unicast.add(bytes.len());
+                if let Some(command) = &command {
+                    remember(&mut b.link, time.step, command, bytes.len());
+                }
+                if let Err(e) = central.send(&bytes, address) {
+                    sent_error(&mut m.totals, &mut b.link, e);
+                    continue;
+                }
+                if b.link.outside.is_some() {
+                    *expect.answers.entry(index).or_default() += u32::from(b.link.state == LinkState::Online);
+                } else {
+                    *expect.at_port.entry(index).or_default() += 1;
+                    if matches!(command, Some(Command::Ping | Command::StatusRequest)) {
+                        *expect.answers.entry(index).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    let round_packets = std::mem::take(&mut m.round);
+    for RoundPacket { bytes } in &round_packets {
+        packets += 1;
+        let Ok(Command::UpdateAll(slots)) = decode(bytes) else { continue };
+        let mut here = false;
+        let mut far: Vec<(u32, SocketAddr)> = Vec::new();
+        for slot in slots.iter().filter(|s| s.bot != EMPTY_SLOT) {
+            let index = u32::from(slot.bot);
+            match sc.reach.get(index as usize) {
+                Some(Reach::Here) => {
+                    here = true;
+                    sc.slot_in[index as usize] = Some(*slot);
+                }
+                Some(Reach::Port(a) | Reach::Outside(a)) => far.push((index, *a)),
+                None => {}
+            }
+        }
+        if here {
+            m.totals.sent.update_all.add(bytes.len());
+        }
+        if far.is_empty() {
+            continue;
+        }
+        let mut group_sent = false;
+        let mut sim_by_group = false;
+        if let Some(group) = central.group {
+            match central.send(bytes, group) {
+                Ok(()) => {
+                    group_sent = true;
+                    m.totals.sent.multicast.add(bytes.len());
+                }
+                Err(e) => central.fall_back(group, &e),
+            }
+        }
+        for (index, address) in far {
+            let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
+            let outside = b.link.outside.is_some();
+            b.link.packets_sent += 1;
+            if group_sent {
+                b.link.counters.sent.multicast.add(bytes.len());
+                sim_by_group |= !outside && central.group_receiver.is_some();
+            } else {
+                if let Err(e) = central.send(bytes, address) {
+                    sent_error(&mut m.totals, &mut b.link, e);
+                    continue;
+                }
+                m.totals.sent.update_all_unicast.add(bytes.len());
+                b.link.counters.sent.update_all_unicast.add(bytes.len());
+                if !outside {
+                    *expect.at_port.entry(index).or_default() += 1;
+                }
+            }
+            if outside && b.link.state == LinkState::Online {
+                *expect.answers.entry(index).or_default() += 1;
+            }
+        }
+        if group_sent && sim_by_group {
+            expect.at_group += 1;
+        }
+    }
+    m.round = round_packets;
+
+    // The simulated bots inside the process take what was sent to them, in one pass; what they
+    // answer is taken by the manager at once.
+    if !sc.here.is_empty() || round {
+        // Where each bot's unicast commands start in `here` (sorted by robot index).
+        sc.here_start.clear();
+        sc.here_start.resize(n + 1, 0);
+        for (index, _, _) in &sc.here {
+            sc.here_start[*index as usize + 1] += 1;
+        }
+        for i in 0..n {
+            sc.here_start[i + 1] += sc.here_start[i];
+        }
+        for mut b in &mut bots {
+            let i = b.robot.index as usize;
+            if !b.link.managed || i >= n || sc.reach[i] != Reach::Here {
+                continue;
+            }
+            let index = b.robot.index;
+            for k in sc.here_start[i] as usize..sc.here_start[i + 1] as usize {
+                let (_, command, len) = &sc.here[k];
+                b.link.counters.sent.unicast.add(*len);
+                remember(&mut b.link, time.step, command, *len);
+                let b = &mut b;
+                if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
+                    let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, &names));
+                    m.totals.received.add(status.len());
+                    take_answer(&mut commands, m, b.entity, &mut b.link, &status, now);
+                }
+            }
+            if let Some(slot) = sc.slot_in[i].take() {
+                let b = &mut b;
+                let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
+                slots[0] = slot;
+                obey(index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
+            }
+        }
+    }
+
+    if !expect.at_port.is_empty() || expect.at_group > 0 {
+        simulated_ends_over_udp(m, &central, &order, &mut bots, &names, &expect);
+    }
+
+    // The bots' answers: inside the process at once; over UDP, the simulated bots' within the
+    // loopback wait, the outside bots' within the reply timeout (lock-step with the simulation).
+    let mut arrived: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    if !expect.answers.is_empty() {
+        let outside_wait = Duration::from_secs_f32(spec.reply_timeout);
+        let mut heard: HashMap<u32, u32> = HashMap::new();
+        let sim_only = expect.answers.keys().all(|i| !is_outside(&bots, &order, *i));
+        let timeout = if sim_only { LOOPBACK_WAIT } else { outside_wait.max(Duration::from_millis(1)) };
+        wait_for(timeout, || {
+            let from = arrived.len();
+            central.receive(&mut arrived);
+            for (address, _) in &arrived[from..] {
+                if let Some(i) = central.by_address.get(address) {
+                    *heard.entry(*i).or_default() += 1;
+                }
+            }
+            expect.answers.iter().all(|(i, n)| heard.get(i).copied().unwrap_or(0) >= *n)
+        });
+        for (index, n) in &expect.answers {
+            if heard.get(index).copied().unwrap_or(0) < *n
+                && let Some(mut b) = order.0.get(*index as usize).and_then(|&e| bots.get_mut(e).ok())
+            {
+                b.link.counters.replies_missed += 1;
+                m.totals.replies_missed += 1;
+            }
+        }
+    } else {
+        central.receive(&mut arrived);
+    }
+    for (from, bytes) in arrived {
+        m.totals.received.add(bytes.len());
+        let index = central.by_address.get(&from).copied();
+        let Some(mut b) = index.and_then(|i| order.0.get(i as usize)).and_then(|&e| bots.get_mut(e).ok()) else {
+            m.totals.refuse(refusal::UNKNOWN_SENDER);
+            continue;
+        };
+        let entity = b.entity;
+        take_answer(&mut commands, m, entity, &mut b.link, &bytes, now);
+    }
+    if round {
+        m.timing.add(started.elapsed().as_secs_f64(), packets);
+    }
+}
+
+/// Lists a unicast command in the bot's recent commands, for the inspector.
+fn remember(link: &mut BotLink, step: u64, command: &Command, bytes: usize) {
+    link.packets_sent += 1;
+    if link.recent.len() == super::RECENT_COMMANDS {
+        link.recent.pop_front();
+    }
+    link.recent.push_back(super::SentCommand { step, command: command.clone(), bytes });
+}
+
+fn is_outside(bots: &Query<Bot>, order: &RobotOrder, index: u32) -> bool {
+    order.0.get(index as usize).and_then(|&e| bots.get(e).ok()).is_some_and(|b| b.link.outside.is_some())
+}
+
+fn sent_error(totals: &mut LinkCounters, link: &mut BotLink, e: String) {
+    totals.send_errors += 1;
+    link.counters.send_errors += 1;
+    if link.last_error.as_deref() != Some(e.as_str()) {
+        warn!("bot {}: {e}", link.announced_name);
+    }
+    link.last_error = Some(e);
+}
+
+/// The simulated bots' ends over UDP: read what was sent to their ports and to the group, obey,
+/// and answer from their ports.
+fn simulated_ends_over_udp(
+    m: &mut BotManager,
+    central: &CentralSocket,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    names: &Query<&Name>,
+    expect: &Expect,
+) {
+    let Some(manager_address) = central.local else { return };
+    let mut got: HashMap<u32, u32> = HashMap::new();
+    let mut group_got = 0u32;
+    let complete = wait_for(LOOPBACK_WAIT, || {
+        for &index in expect.at_port.keys() {
+            let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
+            let Some(socket) = b.socket.as_mut().and_then(|s| s.socket.take()) else { continue };
+            receive_all(&socket, |_, bytes| {
+                *got.entry(index).or_default() += 1;
+                if let Ok(command) = decode(bytes) {
+                    let b = &mut b;
+                    if obey(index, &command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
+                        let status = status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, names);
+                        let _ = socket.send_to(&encode(&status), manager_address);
+                    }
+                }
+            });
+            if let Some(s) = b.socket.as_mut() {
+                s.socket = Some(socket);
+            }
+        }
+        if let Some(receiver) = &central.group_receiver {
+            receive_all(receiver, |_, bytes| {
+                group_got += 1;
+                let Ok(command) = decode(bytes) else { return };
+                let Command::UpdateAll(slots) = &command else { return };
+                for s in slots.iter().filter(|s| s.bot != EMPTY_SLOT) {
+                    let index = u32::from(s.bot);
+                    if let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
+                        && b.link.outside.is_none()
+                    {
+                        let b = &mut b;
+                        obey(index, &command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
+                    }
+                }
+            });
+        }
+        group_got >= expect.at_group && expect.at_port.iter().all(|(i, n)| got.get(i).copied().unwrap_or(0) >= *n)
+    });
+    if !complete {
+        m.totals.replies_missed += 1;
+    }
+}
+
+/// Takes one packet a bot sent: a status makes a connecting bot connected (its motor
+/// parameters then go out) and feeds the watchdog.
+fn take_answer(commands: &mut Commands, m: &mut BotManager, bot: Entity, link: &mut BotLink, bytes: &[u8], now: f64) {
+    link.counters.received.add(bytes.len());
+    let index = link.index;
+    if link.state == LinkState::Offline {
+        link.counters.refuse(refusal::OFFLINE);
+        m.totals.refuse(refusal::OFFLINE);
+        return;
+    }
+    match hear(index, bytes) {
+        Heard::Status(status) => {
+            link.counters.statuses += 1;
+            m.totals.statuses += 1;
+            link.last_packet_s = now;
+            link.last_status = Some(status);
+            link.fresh_status = true;
+            if link.state == LinkState::Connecting {
+                change_state(commands, bot, link, LinkState::Online, &mut m.totals);
+                let (max_speed, max_turn) = link.motor;
+                m.send(index, &Command::MotorParams { max_speed, max_turn });
+            }
+        }
+        Heard::Malformed(e) => {
+            link.counters.malformed += 1;
+            m.totals.malformed += 1;
+            link.last_error = Some(format!("malformed packet: {e}"));
+        }
+        Heard::Refused(reason) => {
+            link.counters.refuse(reason);
+            m.totals.refuse(reason);
+        }
+    }
+}
+
+fn connect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32, link: &mut BotLink) {
+    if link.state == LinkState::Offline {
+        change_state(commands, bot, link, LinkState::Connecting, &mut m.totals);
+        m.send(index, &Command::Ping);
+    }
+}
+
+fn disconnect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32, link: &mut BotLink) {
+    if link.state != LinkState::Offline {
+        m.transmitter.forget(index);
+        m.send(index, &Command::Disconnect);
+        change_state(commands, bot, link, LinkState::Offline, &mut m.totals);
+    }
+}
+
+/// An outside bot's newest status becomes its pose and battery here (its body is kinematic).
+pub(super) fn apply_reports(mut bots: Query<(&mut BotLink, &mut Transform, &mut Battery), With<ReportedPose>>) {
+    for (mut link, mut transform, mut battery) in &mut bots {
+        if !link.fresh_status {
+            continue;
+        }
+        link.fresh_status = false;
+        let Some(s) = link.last_status.as_ref() else { continue };
+        transform.translation = Vec3::new(s.x, s.y, transform.translation.z);
+        transform.rotation = Quat::from_rotation_z(s.heading);
+        battery.charge = (s.battery * battery.capacity).clamp(0.0, battery.capacity);
+    }
+}
