@@ -8,6 +8,7 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crsim::botlink::transport::{BotSocket, CentralSocket};
 use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
 use crsim::control::programs::{ProgramPortOverride, ProgramServer};
 use crsim::control::remote::Remote;
@@ -912,6 +913,8 @@ fn port_problems(app: &mut App) -> Vec<String> {
         problems.push(format!("the update-all port: {e}"));
     }
     problems.extend(world.query::<&Remote>().iter(world).filter_map(|r| r.error.clone()));
+    problems.extend(world.query::<&BotSocket>().iter(world).filter_map(|s| s.error.clone()));
+    problems.extend(world.resource::<CentralSocket>().error.clone());
     problems.extend(world.resource::<ProgramServer>().error.clone());
     problems
 }

@@ -988,7 +988,7 @@ fn crsims_explorer_drives_a_crsim_bot_process_over_udp_and_both_count_every_pack
     let scene_file = dir.join("explorer-outside.ron");
     std::fs::write(&scene_file, scene).unwrap();
     let run_out = dir.join("run.json");
-    let out = crsim(&["run", &scene_file.to_string_lossy(), "--steps", "1000", "--out", &run_out.to_string_lossy()]);
+    let out = crsim(&["run", &scene_file.to_string_lossy(), "--steps", "2000", "--out", &run_out.to_string_lossy()]);
     assert!(out.status.success(), "{}", text(&out));
     let kill = Command::new("kill").args(["-INT", &bot.id().to_string()]).status().unwrap();
     assert!(kill.success());
@@ -1006,8 +1006,10 @@ fn crsims_explorer_drives_a_crsim_bot_process_over_udp_and_both_count_every_pack
     assert_eq!(bot["received"]["packets"].as_u64().unwrap(), sent, "{manager} {bot}");
     assert_eq!(bot["statuses"]["packets"], manager["statuses"]);
     assert_eq!(bot["statuses"]["bytes"], manager["received"]["bytes"]);
-    assert!(run["robots"][0]["distance_m"].as_f64().unwrap() > 2.0, "the explorer drove the bot: {}", run["robots"][0]);
-    assert!(run["explore"]["coverage"].as_f64().unwrap() > 0.02);
+    // In 40 s the explorer inside the process drives 8.0 m and maps 4.9% of the room; the bot
+    // joins a few steps late.
+    assert!(run["robots"][0]["distance_m"].as_f64().unwrap() > 5.0, "the explorer drove the bot: {}", run["robots"][0]);
+    assert!(run["explore"]["coverage"].as_f64().unwrap() > 0.03, "{}", run["explore"]["coverage"]);
 }
 
 #[test]

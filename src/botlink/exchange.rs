@@ -288,7 +288,7 @@ pub(super) fn exchange(
                     continue;
                 }
                 if b.link.outside.is_some() {
-                    *expect.answers.entry(index).or_default() += u32::from(b.link.state == LinkState::Online);
+                    *expect.answers.entry(index).or_default() += u32::from(awaited(&b.link));
                 } else {
                     *expect.at_port.entry(index).or_default() += 1;
                     if matches!(command, Some(Command::Ping | Command::StatusRequest)) {
@@ -350,7 +350,7 @@ pub(super) fn exchange(
                     *expect.at_port.entry(index).or_default() += 1;
                 }
             }
-            if outside && b.link.state == LinkState::Online {
+            if outside && awaited(&b.link) {
                 *expect.answers.entry(index).or_default() += 1;
             }
         }
@@ -426,6 +426,7 @@ pub(super) fn exchange(
             {
                 b.link.counters.replies_missed += 1;
                 m.totals.replies_missed += 1;
+                b.link.lagging = true;
             }
         }
     } else {
@@ -444,6 +445,13 @@ pub(super) fn exchange(
     if round {
         m.timing.add(started.elapsed().as_secs_f64(), packets);
     }
+}
+
+/// Whether the manager waits for this outside bot's answers after the round: it is connected
+/// and answered in time last round (one that fell silent costs one reply timeout, not one a
+/// round until the watchdog notices).
+fn awaited(link: &BotLink) -> bool {
+    link.state == LinkState::Online && !link.lagging
 }
 
 /// Lists a unicast command in the bot's recent commands, for the inspector.
@@ -539,6 +547,7 @@ fn take_answer(commands: &mut Commands, m: &mut BotManager, bot: Entity, link: &
             link.last_packet_s = now;
             link.last_status = Some(status);
             link.fresh_status = true;
+            link.lagging = false;
             if link.state == LinkState::Connecting {
                 change_state(commands, bot, link, LinkState::Online, &mut m.totals);
                 let (max_speed, max_turn) = link.motor;

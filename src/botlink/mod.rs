@@ -118,6 +118,8 @@ pub struct BotLink {
     pub fresh_status: bool,
     /// The last problem with this bot (a send that failed, a malformed answer).
     pub last_error: Option<String>,
+    /// An outside bot whose answers did not come within the reply timeout, until it answers.
+    pub lagging: bool,
 }
 
 impl BotLink {
@@ -139,6 +141,7 @@ impl BotLink {
             last_status: None,
             fresh_status: false,
             last_error: None,
+            lagging: false,
         }
     }
 }

@@ -67,6 +67,9 @@ pub fn obey(
     false
 }
 
+/// Datagrams the manager reads from its socket in one poll.
+pub const MAX_DATAGRAMS_PER_POLL: usize = 4096;
+
 /// A simulated bot's own UDP port (the UDP transport).
 #[derive(Component, Debug)]
 pub struct BotSocket {
@@ -175,10 +178,18 @@ impl CentralSocket {
         socket.send_to(bytes, to).map(|_| ()).map_err(|e| format!("UDP to {to}: {e}"))
     }
 
-    /// Every datagram waiting on the manager's socket.
+    /// The datagrams waiting on the manager's socket, at most [`MAX_DATAGRAMS_PER_POLL`] (a
+    /// flood waits for the next poll instead of holding up the step).
     pub fn receive(&self, out: &mut Vec<(SocketAddr, Vec<u8>)>) {
         let Some(socket) = &self.socket else { return };
-        receive_all(socket, |from, bytes| out.push((from, bytes.to_vec())));
+        let mut buf = [0u8; 2048];
+        for _ in 0..MAX_DATAGRAMS_PER_POLL {
+            match socket.recv_from(&mut buf) {
+                Ok((n, from)) => out.push((from, buf[..n].to_vec())),
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused || e.kind() == ErrorKind::ConnectionReset => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 

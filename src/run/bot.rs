@@ -279,6 +279,40 @@ mod tests {
     }
 
     #[test]
+    fn thousands_of_random_and_mangled_datagrams_never_panic_and_are_all_counted() {
+        use rand::RngExt;
+        let mut bot = emulator();
+        let mut rng = crate::sim::rng::stream(4, "bot-fuzz", 0);
+        let mut slots = [UpdateSlot::EMPTY; 5];
+        slots[0] = UpdateSlot { bot: 1, linear: 0.1, angular: 0.2, grip: true, lamp: false };
+        let valid = [
+            encode(&Command::UpdateAll(slots)),
+            encode(&Command::Move { linear: 0.2, angular: 0.0 }),
+            encode(&Command::MotorParams { max_speed: 0.3, max_turn: 2.0 }),
+            encode(&Command::Ping),
+        ];
+        let n = 3000;
+        for i in 0..n {
+            let bytes: Vec<u8> = if i % 2 == 0 {
+                let len = rng.random_range(0..80);
+                (0..len).map(|_| rng.random()).collect()
+            } else {
+                let mut p = valid[i % valid.len()].clone();
+                let at = rng.random_range(0..p.len());
+                p[at] = rng.random();
+                p
+            };
+            let answer = bot.take(&bytes);
+            assert!(answer.is_some() || matches!(decode(&bytes), Ok(Command::UpdateAll(_))), "{bytes:?}");
+        }
+        let s = &bot.stats;
+        assert_eq!(s.received.packets, n as u64);
+        assert!(s.malformed > 1000, "{s:?}");
+        let status = bot.status();
+        assert!(status.x.is_finite() && status.y.is_finite() && status.heading.is_finite(), "{status:?}");
+    }
+
+    #[test]
     fn an_unknown_robot_is_named_in_the_error() {
         let scene = SceneFile::empty("room", 4.0, 3.0);
         let e = BotEmulator::new(scene, SceneSource::Generated, "zed", "127.0.0.1", 0).err().unwrap();

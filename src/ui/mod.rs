@@ -366,18 +366,20 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
         counts[LinkState::Offline as usize]
     ));
     let s = &*bots.stats;
-    ui.label(
-        egui::RichText::new(format!(
-            "packets sent {}  received {}  malformed {}  refused {}  errors sent {}",
-            s.packets_sent, s.packets_received, s.malformed, s.refused, s.errors_sent
-        ))
-        .small(),
-    );
+    if bots.links.iter().any(|(_, _, l, _)| l.external) {
+        ui.label(
+            egui::RichText::new(format!(
+                "external robots: packets sent {}  received {}  malformed {}  refused {}  errors sent {}",
+                s.packets_sent, s.packets_received, s.malformed, s.refused, s.errors_sent
+            ))
+            .small(),
+        );
+    }
     let m = &*bots.manager;
     let t = &m.totals;
     ui.label(
         egui::RichText::new(format!(
-            "rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
+            "manager: rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
             m.rounds,
             t.sent.update_all.packets + t.sent.multicast.packets + t.sent.update_all_unicast.packets,
             t.sent.unicast.packets,
