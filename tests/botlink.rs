@@ -674,3 +674,25 @@ fn an_outside_bot_answering_garbage_is_counted_and_stays_connecting() {
     assert!(v6.last_error.as_deref().unwrap_or("").contains("UDP to [::1]:7001"), "{:?}", v6.last_error);
     assert_eq!(v6.state, LinkState::Connecting);
 }
+
+#[test]
+fn without_a_reply_timeout_the_manager_does_not_wait_and_counts_no_missed_replies() {
+    let mut room = SceneFile::empty("room", 4.0, 3.0);
+    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+    room.botlink.reply_timeout = 0.0;
+    let bot = Emulated::start(room.clone(), "far");
+    room.robots[0].outside = Some(bot.address.to_string());
+    let mut app = headless_app(room, SceneSource::Generated);
+    let e = named(&mut app, "far");
+    until_online(&mut app, e);
+    for _ in 0..50 {
+        run_steps(&mut app, 1);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let stats = bot.stop();
+    run_steps(&mut app, 1);
+    let l = link(&app, e);
+    assert_eq!(l.counters.replies_missed, 0);
+    assert!(stats.rounds >= 50, "{stats:?}");
+    assert!(l.counters.statuses >= 40, "answers are taken when they come: {:?}", l.counters);
+}

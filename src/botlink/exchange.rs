@@ -288,7 +288,7 @@ pub(super) fn exchange(
                     continue;
                 }
                 if b.link.outside.is_some() {
-                    *expect.answers.entry(index).or_default() += u32::from(awaited(&b.link));
+                    *expect.answers.entry(index).or_default() += u32::from(awaited(&b.link, spec.reply_timeout));
                 } else {
                     *expect.at_port.entry(index).or_default() += 1;
                     if matches!(command, Some(Command::Ping | Command::StatusRequest)) {
@@ -350,7 +350,7 @@ pub(super) fn exchange(
                     *expect.at_port.entry(index).or_default() += 1;
                 }
             }
-            if outside && awaited(&b.link) {
+            if outside && awaited(&b.link, spec.reply_timeout) {
                 *expect.answers.entry(index).or_default() += 1;
             }
         }
@@ -447,11 +447,11 @@ pub(super) fn exchange(
     }
 }
 
-/// Whether the manager waits for this outside bot's answers after the round: it is connected
-/// and answered in time last round (one that fell silent costs one reply timeout, not one a
-/// round until the watchdog notices).
-fn awaited(link: &BotLink) -> bool {
-    link.state == LinkState::Online && !link.lagging
+/// Whether the manager waits for this outside bot's answers after the round: the scene asks
+/// for waiting, the bot is connected and it answered in time last round (one that fell silent
+/// costs one reply timeout, not one a round until the watchdog notices).
+fn awaited(link: &BotLink, reply_timeout: f32) -> bool {
+    reply_timeout > 0.0 && link.state == LinkState::Online && !link.lagging
 }
 
 /// Lists a unicast command in the bot's recent commands, for the inspector.
