@@ -281,7 +281,7 @@ pub(super) fn exchange(
                 let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
                 b.link.counters.sent.unicast.add(bytes.len());
                 if let Some(command) = &command {
-                    remember(&mut b.link, time.step, command, bytes.len());
+                    b.link.remember(time.step, command.clone(), bytes.len());
                 }
                 if let Err(e) = central.send(&bytes, address) {
                     sent_error(&mut m.totals, &mut b.link, e);
@@ -381,7 +381,7 @@ pub(super) fn exchange(
             for k in sc.here_start[i] as usize..sc.here_start[i + 1] as usize {
                 let (_, command, len) = &sc.here[k];
                 b.link.counters.sent.unicast.add(*len);
-                remember(&mut b.link, time.step, command, *len);
+                b.link.remember(time.step, command.clone(), *len);
                 let b = &mut b;
                 if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
                     let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, &names));
@@ -452,15 +452,6 @@ pub(super) fn exchange(
 /// costs one reply timeout, not one a round until the watchdog notices).
 fn awaited(link: &BotLink, reply_timeout: f32) -> bool {
     reply_timeout > 0.0 && link.state == LinkState::Online && !link.lagging
-}
-
-/// Lists a unicast command in the bot's recent commands, for the inspector.
-fn remember(link: &mut BotLink, step: u64, command: &Command, bytes: usize) {
-    link.packets_sent += 1;
-    if link.recent.len() == super::RECENT_COMMANDS {
-        link.recent.pop_front();
-    }
-    link.recent.push_back(super::SentCommand { step, command: command.clone(), bytes });
 }
 
 fn is_outside(bots: &Query<Bot>, order: &RobotOrder, index: u32) -> bool {

@@ -123,6 +123,15 @@ pub struct BotLink {
 }
 
 impl BotLink {
+    /// Lists a command transmitted to the robot among its recent ones, for the inspector.
+    pub fn remember(&mut self, step: u64, command: Command, bytes: usize) {
+        self.packets_sent += 1;
+        if self.recent.len() == RECENT_COMMANDS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(SentCommand { step, command, bytes });
+    }
+
     pub fn new(external: bool, watchdog: f32, name: &str) -> Self {
         Self {
             state: if external { LinkState::Connecting } else { LinkState::Online },
@@ -278,30 +287,25 @@ fn announce_renamed(mut commands: Commands, mut bots: Query<(Entity, &Name, &mut
 fn transmit(
     time: Res<SimTime>,
     mut stats: ResMut<LinkStats>,
-    mut robots: Query<(&mut Outbox, &mut BotLink, &mut DriveCommand, &mut GripCommand, &mut LampState)>,
+    mut robots: Query<(&mut Robot, &mut Outbox, &mut BotLink, &mut DriveCommand, &mut GripCommand, &mut LampState)>,
 ) {
-    for (mut outbox, mut link, mut drive, mut grip, mut lamp) in &mut robots {
+    for (mut robot, mut outbox, mut link, mut drive, mut grip, mut lamp) in &mut robots {
         if outbox.commands.is_empty() || link.managed {
             continue;
         }
         for command in outbox.commands.drain(..) {
             let bytes = encode(&command);
             stats.packets_sent += 1;
-            link.packets_sent += 1;
             match decode(&bytes) {
-                Ok(Command::Move { linear, angular }) => *drive = DriveCommand { linear, angular },
-                Ok(Command::Grip { close }) => grip.close = close,
-                Ok(Command::Lamp { on }) => lamp.on = on,
-                Ok(_) => {}
+                Ok(c) => {
+                    transport::obey(link.index, &c, &mut robot, &mut drive, &mut grip, &mut lamp);
+                }
                 Err(e) => {
                     stats.malformed += 1;
                     stats.last_error = Some(format!("internal packet rejected: {e}"));
                 }
             }
-            if link.recent.len() == RECENT_COMMANDS {
-                link.recent.pop_front();
-            }
-            link.recent.push_back(SentCommand { step: time.step, command, bytes: bytes.len() });
+            link.remember(time.step, command, bytes.len());
         }
     }
 }

@@ -14,6 +14,7 @@ use std::net::{SocketAddr, UdpSocket};
 use bevy::prelude::*;
 
 use super::packet::{Command, EMPTY_SLOT, ErrorCode, Status, decode, encode};
+use super::transport::bind;
 use super::{BotLink, EmergencyStop, LinkState, LinkStats, Outbox, set_state, stop_drive};
 use crate::robot::{Battery, BumpSensor, Gripper, Robot, pose};
 use crate::scene::ActiveScene;
@@ -56,13 +57,6 @@ pub struct UpdateAllSocket {
     pub local: Option<SocketAddr>,
     /// Why the port could not be bound.
     pub error: Option<String>,
-}
-
-fn bind(address: &str, port: u16) -> Result<(UdpSocket, SocketAddr), String> {
-    let socket = UdpSocket::bind((address, port)).map_err(|e| format!("cannot bind UDP {address}:{port}: {e}"))?;
-    socket.set_nonblocking(true).map_err(|e| format!("UDP {address}:{port}: {e}"))?;
-    let local = socket.local_addr().map_err(|e| format!("UDP {address}:{port}: {e}"))?;
-    Ok((socket, local))
 }
 
 /// Opens the scene's update-all port (robots' own ports are opened as they are added) and starts
