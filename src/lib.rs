@@ -46,6 +46,8 @@ pub struct AppPlugin {
     pub frame_stats: Option<u32>,
     /// Select the robot of this name whenever a scene loads.
     pub select: Option<String>,
+    /// Start in the scene editor (with `select`, that item selected there).
+    pub edit: bool,
     /// Remote robots speak this VirtualRobot dialect instead of their scene's.
     pub protocol: Option<scene::schema::Dialect>,
     /// Serve robot programs on this port instead of the scene's.
@@ -74,6 +76,9 @@ impl Plugin for AppPlugin {
             render::select_on_load(app, name.clone());
         }
         ui::plugin(app);
+        if self.edit {
+            ui::editor::edit_on_load(app, self.select.clone());
+        }
         if let Some((path, frames)) = &self.screenshot {
             render::screenshot::plugin(app, path.clone(), *frames);
         }

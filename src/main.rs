@@ -50,6 +50,9 @@ struct Cli {
     /// Select this robot when the scene loads (its inspector, network and radio view open).
     #[arg(long, value_name = "ROBOT")]
     select: Option<String>,
+    /// Open the app in edit mode (with --select, that item is selected in the editor).
+    #[arg(long, conflicts_with = "bench")]
+    edit: bool,
     /// Open the benchmark arena of N robots (as `crsim bench --robots N`) instead of a scene.
     #[arg(long, value_name = "N", conflicts_with = "scene", value_parser = clap::value_parser!(u32).range(1..))]
     bench: Option<u32>,
@@ -265,7 +268,11 @@ fn main() -> ExitCode {
                 Some(n) => Opened::Bench { robots: n as usize, network: cli.bench_network },
                 None => Opened::Scene(cli.scene),
             };
-            let view = View { screenshot: cli.screenshot.map(|p| (p, cli.frames)), frame_stats: cli.frame_stats };
+            let view = View {
+                screenshot: cli.screenshot.map(|p| (p, cli.frames)),
+                frame_stats: cli.frame_stats,
+                edit: cli.edit,
+            };
             open_app(what, view, cli.select, outside)
         }
         Some(Command::Run {
@@ -378,10 +385,12 @@ enum Opened {
 struct View {
     screenshot: Option<(PathBuf, u32)>,
     frame_stats: Option<u32>,
+    /// Start in edit mode.
+    edit: bool,
 }
 
 fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) -> ExitCode {
-    let View { screenshot, frame_stats } = view;
+    let View { screenshot, frame_stats, edit } = view;
     let scene = match what {
         Opened::Scene(scene) => scene,
         Opened::Bench { robots, network } => {
@@ -391,7 +400,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
             }
             let scene = crsim::run::bench::bench_arena(robots, 1, BenchOptions { comms: false, network });
             crsim::sim::set_threads(crsim::sim::default_threads(robots));
-            let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select };
+            let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select, edit };
             return open_window(window, outside, |_| {});
         }
     };
@@ -410,7 +419,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
     };
     // The pool is made once: a scene opened later with many more robots keeps this size.
     crsim::sim::set_threads(crsim::sim::default_threads(scene.robots.len()));
-    open_window(AppWindow { scene, source, screenshot, frame_stats, select }, outside, |_| {})
+    open_window(AppWindow { scene, source, screenshot, frame_stats, select, edit }, outside, |_| {})
 }
 
 /// What the app window shows first.
@@ -420,11 +429,12 @@ struct AppWindow {
     screenshot: Option<(PathBuf, u32)>,
     frame_stats: Option<u32>,
     select: Option<String>,
+    edit: bool,
 }
 
 /// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter).
 fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)) -> ExitCode {
-    let AppWindow { scene, source, screenshot, frame_stats, select } = window;
+    let AppWindow { scene, source, screenshot, frame_stats, select, edit } = window;
     let Outside { protocol, program_port, overrides } = outside;
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         eprintln!(
@@ -452,6 +462,7 @@ fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)
             screenshot,
             frame_stats,
             select,
+            edit,
             protocol,
             program_port,
             overrides,
@@ -748,7 +759,7 @@ fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option
     if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
         t.seek(s as i64);
     }
-    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None };
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, edit: false };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(replay);
         if let Some(dir) = frames {
@@ -773,7 +784,7 @@ fn view_command(addr: &str) -> ExitCode {
         }
     };
     let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
-    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None };
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, edit: false };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(Replay::live(client));
     })

@@ -270,10 +270,16 @@ fn the_app_without_a_display_and_an_absurd_bench_are_refused_with_a_message() {
 
 /// Runs the real app under Xvfb on `scene` (the built-in one when `None`), saving a screenshot.
 fn run_app(scene: Option<&str>, png: &Path, frames: u32) -> Output {
+    run_app_with(scene, png, frames, &[])
+}
+
+/// [`run_app`] with more arguments.
+fn run_app_with(scene: Option<&str>, png: &Path, frames: u32, more: &[&str]) -> Output {
     let p = png.to_string_lossy().to_string();
     let frames = frames.to_string();
     let mut args = vec!["-a", "-s", "-screen 0 1280x800x24", env!("CARGO_BIN_EXE_crsim")];
     args.extend(scene);
+    args.extend(more);
     args.extend(["--screenshot", &p, "--frames", &frames]);
     Command::new("xvfb-run").args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("xvfb-run is installed")
 }
@@ -333,6 +339,21 @@ fn gui_smoke_screenshot() {
     let last = read_png(&frames.join("frame-000004.png"));
     assert!(first.0 >= 640 && first.2 != last.2, "the frames show different steps");
     assert!(!frames.join("frame-000005.png").exists());
+    // Edit mode on the explorer's room with the table selected: the document's outlines (blue),
+    // the selection (amber) and its handles (orange) are drawn over the world.
+    let edit_png = dir.join("edit.png");
+    let out = run_app_with(Some("scenes/explorer.ron"), &edit_png, 40, &["--edit", "--select", "table"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(app_stop(&out).0, 0, "edit mode pauses at step 0");
+    let (_, _, pixels) = read_png(&edit_png);
+    let count = |rgb: (u8, u8, u8)| {
+        pixels
+            .chunks(3)
+            .filter(|p| p[0].abs_diff(rgb.0) < 24 && p[1].abs_diff(rgb.1) < 24 && p[2].abs_diff(rgb.2) < 24)
+            .count()
+    };
+    assert!(count((0, 140, 217)) > 500, "outlines: {}", count((0, 140, 217)));
+    assert!(count((255, 191, 0)) > 100, "selection: {}", count((255, 191, 0)));
     let out = run_app(Some("scenes/swarm.ron"), &dir.join("swarm.png"), 150);
     assert!(out.status.success(), "{}", text(&out));
     let (step, hash) = app_stop(&out);

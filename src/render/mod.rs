@@ -26,6 +26,15 @@ pub struct Selection(pub Option<Entity>);
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Partner(pub Option<Entity>);
 
+/// The scene editor has the pointer: the left button selects and drags items instead of
+/// panning the view and picking robots.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EditMode(pub bool);
+
+/// The view's own systems (fitting, pan and zoom, picking, drawing); the editor runs after them.
+#[derive(SystemSet, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewSystems;
+
 /// Width of the egui side panel in logical pixels, so the arena fits beside it.
 #[derive(Resource, Debug, Clone, Copy)]
 pub struct PanelWidth(pub f32);
@@ -83,6 +92,7 @@ pub fn plugin(app: &mut App) {
     app.init_resource::<Selection>()
         .init_resource::<ViewFit>()
         .init_resource::<Partner>()
+        .init_resource::<EditMode>()
         .insert_resource(PanelWidth(320.0))
         .insert_resource(ClearColor(palette::BACKGROUND))
         .add_systems(Startup, spawn_camera)
@@ -95,7 +105,8 @@ pub fn plugin(app: &mut App) {
                 draw_world,
                 draw_replayed_radio.run_if(resource_exists::<crate::record::replay::Replay>),
             )
-                .chain(),
+                .chain()
+                .in_set(ViewSystems),
         );
 }
 
@@ -191,6 +202,7 @@ fn pan_zoom_and_pick(
     panel: Res<PanelWidth>,
     mut fit: ResMut<ViewFit>,
     mut drag: Local<DragState>,
+    edit: Res<EditMode>,
 ) {
     let (cam, cam_global, mut cam_transform, mut projection) = camera.into_inner();
     let Projection::Orthographic(ortho) = &mut *projection else {
@@ -216,10 +228,12 @@ fn pan_zoom_and_pick(
             cam_transform.translation = new_centre.extend(cam_transform.translation.z);
         }
     }
-    let dragging = buttons.pressed(MouseButton::Left)
+    // In edit mode the left button belongs to the editor; the others still pan.
+    let left = !edit.0;
+    let dragging = (left && buttons.pressed(MouseButton::Left))
         || buttons.pressed(MouseButton::Right)
         || buttons.pressed(MouseButton::Middle);
-    if buttons.just_pressed(MouseButton::Left)
+    if (left && buttons.just_pressed(MouseButton::Left))
         || buttons.just_pressed(MouseButton::Right)
         || buttons.just_pressed(MouseButton::Middle)
     {
@@ -237,7 +251,8 @@ fn pan_zoom_and_pick(
         cam_transform.translation.y += delta.y * ortho.scale;
         drag.last = Some(now);
     }
-    if buttons.just_released(MouseButton::Left)
+    if left
+        && buttons.just_released(MouseButton::Left)
         && drag.last.is_some()
         && drag.moved < 4.0
         && let Some(p) = cursor.and_then(|c| cam.viewport_to_world_2d(cam_global, c).ok())

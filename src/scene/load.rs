@@ -67,15 +67,20 @@ pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> 
 
 /// Parses scene text, applies `overrides` and validates the result.
 pub fn parse_scene_with(text: &str, path: &str, overrides: &SceneOverrides) -> Result<SceneFile, SceneLoadError> {
-    let mut scene: SceneFile = ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
+    let mut scene = parse_unchecked(text, path)?;
+    let mut errors = overrides.apply(&mut scene);
+    errors.extend(validate(&scene));
+    if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
+}
+
+/// Parses scene text without the semantic checks (the editor shows those on the items).
+pub fn parse_unchecked(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> {
+    ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
         path: path.to_string(),
         line: e.span.start.line,
         col: e.span.start.col,
         message: e.code.to_string(),
-    })?;
-    let mut errors = overrides.apply(&mut scene);
-    errors.extend(validate(&scene));
-    if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
+    })
 }
 
 /// Reads, parses and validates a scene file, and the network structure it names. Returns the

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use bevy::prelude::*;
 
+pub mod edit;
 pub mod error;
 pub mod geometry;
 pub mod load;

@@ -31,6 +31,7 @@ use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 #[derive(Resource, Default)]
 struct OpenField(String);
 
+pub mod editor;
 mod network;
 mod radio;
 pub mod timeline;
@@ -60,6 +61,7 @@ pub mod palette {
 pub fn plugin(app: &mut App) {
     radio::plugin(app);
     timeline::plugin(app);
+    editor::plugin(app);
     app.init_resource::<OpenField>()
         .add_systems(Update, keyboard_shortcuts)
         .add_systems(EguiPrimaryContextPass, (control_panel, world_labels).chain());
@@ -158,6 +160,7 @@ struct SceneView<'w> {
     status: ResMut<'w, SceneStatus>,
     open: ResMut<'w, OpenField>,
     overrides: Res<'w, SceneOverrides>,
+    editor: ResMut<'w, editor::Editor>,
 }
 
 /// What the panel shows of the bot manager and the skill system.
@@ -467,7 +470,7 @@ fn remote_section(ui: &mut egui::Ui, remotes: &Query<(Entity, &Name, &Remote)>, 
 }
 
 fn scene_section(ui: &mut egui::Ui, view: &mut SceneView) {
-    let SceneView { active, pending, status, open, overrides } = view;
+    let SceneView { active, pending, status, open, overrides, editor } = view;
     let active = active.as_deref();
     if let Some(a) = active {
         ui.label(egui::RichText::new(&a.scene.name).strong());
@@ -485,6 +488,7 @@ fn scene_section(ui: &mut egui::Ui, view: &mut SceneView) {
     {
         reload_from(path, overrides, pending, status);
     }
+    editor::panel::section(ui, editor, active, pending, status);
     if let Some(err) = &status.error {
         ui.colored_label(palette::ERROR, "Scene not loaded; the running scene is kept:");
         ui.label(egui::RichText::new(err).monospace().small().color(palette::ERROR));
