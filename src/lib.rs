@@ -36,6 +36,17 @@ pub mod world;
 pub use run::SimPlugin;
 use scene::{PendingScene, SceneFile, SceneSource};
 
+/// How the app's view starts (`crsim --edit`, `--plots`, `--theme dark`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartView {
+    /// In the scene editor (with `select`, that item selected there).
+    pub edit: bool,
+    /// With the plots window open.
+    pub plots: bool,
+    /// In the dark theme.
+    pub dark: bool,
+}
+
 /// The desktop app: a window on `scene`, drawn, with the control panel and hot reload.
 pub struct AppPlugin {
     pub scene: SceneFile,
@@ -46,8 +57,8 @@ pub struct AppPlugin {
     pub frame_stats: Option<u32>,
     /// Select the robot of this name whenever a scene loads.
     pub select: Option<String>,
-    /// Start in the scene editor (with `select`, that item selected there).
-    pub edit: bool,
+    /// Edit mode, the plots window and the theme at start.
+    pub start: StartView,
     /// Remote robots speak this VirtualRobot dialect instead of their scene's.
     pub protocol: Option<scene::schema::Dialect>,
     /// Serve robot programs on this port instead of the scene's.
@@ -76,8 +87,12 @@ impl Plugin for AppPlugin {
             render::select_on_load(app, name.clone());
         }
         ui::plugin(app);
-        if self.edit {
+        if self.start.edit {
             ui::editor::edit_on_load(app, self.select.clone());
+        }
+        app.world_mut().resource_mut::<ui::plots::PlotsOpen>().0 = self.start.plots;
+        if self.start.dark {
+            app.world_mut().resource_mut::<render::picture::ViewOptions>().theme = render::picture::Theme::Dark;
         }
         if let Some((path, frames)) = &self.screenshot {
             render::screenshot::plugin(app, path.clone(), *frames);

@@ -53,6 +53,12 @@ struct Cli {
     /// Open the app in edit mode (with --select, that item is selected in the editor).
     #[arg(long, conflicts_with = "bench")]
     edit: bool,
+    /// Open the plots window at start.
+    #[arg(long)]
+    plots: bool,
+    /// The view's theme at start: light or dark.
+    #[arg(long, value_name = "THEME", value_parser = ["light", "dark"])]
+    theme: Option<String>,
     /// Open the benchmark arena of N robots (as `crsim bench --robots N`) instead of a scene.
     #[arg(long, value_name = "N", conflicts_with = "scene", value_parser = clap::value_parser!(u32).range(1..))]
     bench: Option<u32>,
@@ -271,7 +277,11 @@ fn main() -> ExitCode {
             let view = View {
                 screenshot: cli.screenshot.map(|p| (p, cli.frames)),
                 frame_stats: cli.frame_stats,
-                edit: cli.edit,
+                start: crsim::StartView {
+                    edit: cli.edit,
+                    plots: cli.plots,
+                    dark: cli.theme.as_deref() == Some("dark"),
+                },
             };
             open_app(what, view, cli.select, outside)
         }
@@ -385,12 +395,12 @@ enum Opened {
 struct View {
     screenshot: Option<(PathBuf, u32)>,
     frame_stats: Option<u32>,
-    /// Start in edit mode.
-    edit: bool,
+    /// Edit mode, the plots window and the theme at start.
+    start: crsim::StartView,
 }
 
 fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) -> ExitCode {
-    let View { screenshot, frame_stats, edit } = view;
+    let View { screenshot, frame_stats, start } = view;
     let scene = match what {
         Opened::Scene(scene) => scene,
         Opened::Bench { robots, network } => {
@@ -400,7 +410,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
             }
             let scene = crsim::run::bench::bench_arena(robots, 1, BenchOptions { comms: false, network });
             crsim::sim::set_threads(crsim::sim::default_threads(robots));
-            let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select, edit };
+            let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select, start };
             return open_window(window, outside, |_| {});
         }
     };
@@ -419,7 +429,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
     };
     // The pool is made once: a scene opened later with many more robots keeps this size.
     crsim::sim::set_threads(crsim::sim::default_threads(scene.robots.len()));
-    open_window(AppWindow { scene, source, screenshot, frame_stats, select, edit }, outside, |_| {})
+    open_window(AppWindow { scene, source, screenshot, frame_stats, select, start }, outside, |_| {})
 }
 
 /// What the app window shows first.
@@ -429,12 +439,12 @@ struct AppWindow {
     screenshot: Option<(PathBuf, u32)>,
     frame_stats: Option<u32>,
     select: Option<String>,
-    edit: bool,
+    start: crsim::StartView,
 }
 
 /// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter).
 fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)) -> ExitCode {
-    let AppWindow { scene, source, screenshot, frame_stats, select, edit } = window;
+    let AppWindow { scene, source, screenshot, frame_stats, select, start } = window;
     let Outside { protocol, program_port, overrides } = outside;
     if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
         eprintln!(
@@ -462,7 +472,7 @@ fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)
             screenshot,
             frame_stats,
             select,
-            edit,
+            start,
             protocol,
             program_port,
             overrides,
@@ -759,7 +769,8 @@ fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option
     if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
         t.seek(s as i64);
     }
-    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, edit: false };
+    let window =
+        AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: Default::default() };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(replay);
         if let Some(dir) = frames {
@@ -784,7 +795,8 @@ fn view_command(addr: &str) -> ExitCode {
         }
     };
     let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
-    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, edit: false };
+    let window =
+        AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: Default::default() };
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(Replay::live(client));
     })

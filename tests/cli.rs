@@ -354,6 +354,23 @@ fn gui_smoke_screenshot() {
     };
     assert!(count((0, 140, 217)) > 500, "outlines: {}", count((0, 140, 217)));
     assert!(count((255, 191, 0)) > 100, "selection: {}", count((255, 191, 0)));
+    // The plots window over the pens scene in the dark theme: the pens-boxed curve (its own
+    // blue, drawn nowhere else) is there once pens are boxed.
+    let plots_png = dir.join("plots.png");
+    let out = run_app_with(Some("scenes/pens.ron"), &plots_png, 700, &["--plots", "--theme", "dark"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (_, _, pixels) = read_png(&plots_png);
+    let near = |p: &[u8], rgb: [u8; 3], tol: u8| p.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= tol);
+    let curve = pixels.chunks(3).filter(|p| near(p, [40, 90, 200], 6)).count();
+    assert!(curve > 150, "the pens-boxed curve: {curve} pixels");
+    let dark = pixels.chunks(3).filter(|p| near(p, [43, 46, 51], 6)).count();
+    assert!(dark > pixels.len() / 3 / 10, "the dark floor: {dark} pixels");
+    // Copies of the three screenshots where people look at them.
+    if let Ok(keep) = std::env::var("CRSIM_SCREENSHOTS") {
+        for name in ["shot.png", "edit.png", "plots.png"] {
+            let _ = std::fs::copy(dir.join(name), Path::new(&keep).join(name));
+        }
+    }
     let out = run_app(Some("scenes/swarm.ron"), &dir.join("swarm.png"), 150);
     assert!(out.status.success(), "{}", text(&out));
     let (step, hash) = app_stop(&out);

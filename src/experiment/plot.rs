@@ -102,13 +102,86 @@ pub fn write_plot(data: &PlotData, metric: &str, by: &str, title: &str, out: &Pa
     register_font();
     let mut pixels = vec![255u8; (WIDTH * HEIGHT * 3) as usize];
     draw(data, metric, by, title, &mut pixels).map_err(|e| format!("cannot draw the plot: {e}"))?;
+    write_png(&pixels, WIDTH, HEIGHT, out)
+}
+
+/// One panel of a time-series figure: its title and its curves (label, colour, points).
+pub struct TimePanel {
+    pub title: String,
+    pub curves: Vec<(String, [u8; 3], Vec<(f64, f64)>)>,
+}
+
+/// Time series stacked in panels over a shared time axis (the app's plots, exported), written
+/// to `out` as PNG.
+pub fn write_time_series(panels: &[TimePanel], title: &str, out: &Path) -> Result<(), String> {
+    if panels.is_empty() {
+        return Err("nothing to plot: choose at least one series".into());
+    }
+    register_font();
+    let height = 80 + 240 * panels.len() as u32;
+    let mut pixels = vec![255u8; (WIDTH * height * 3) as usize];
+    draw_time_series(panels, title, &mut pixels, height).map_err(|e| format!("cannot draw the plot: {e}"))?;
+    write_png(&pixels, WIDTH, height, out)
+}
+
+fn draw_time_series(
+    panels: &[TimePanel],
+    title: &str,
+    pixels: &mut [u8],
+    height: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = BitMapBackend::with_buffer(pixels, (WIDTH, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 22))?;
+    let points = || panels.iter().flat_map(|p| p.curves.iter().flat_map(|c| c.2.iter()));
+    let (t0, t1) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (t0, t1) = if t0.is_finite() && t1 > t0 { (t0, t1) } else { (0.0, 1.0) };
+    for (area, panel) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        let ys = panel.curves.iter().flat_map(|c| c.2.iter().map(|p| p.1)).filter(|y| y.is_finite());
+        let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+        let (y0, y1) = if y0.is_finite() { (y0.min(0.0), if y1 > y0 { y1 } else { y0 + 1.0 }) } else { (0.0, 1.0) };
+        let pad = (y1 - y0) * 0.08;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.title, ("sans-serif", 17))
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(t0..t1, y0..(y1 + pad))?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (s)")
+            .label_style(("sans-serif", 14))
+            .light_line_style(RGBColor(238, 238, 238))
+            .draw()?;
+        for (label, [r, g, b], pts) in &panel.curves {
+            let colour = RGBColor(*r, *g, *b);
+            let line: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.1.is_finite()).collect();
+            chart
+                .draw_series(LineSeries::new(line, colour.stroke_width(2)))?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Encodes RGB pixels as PNG and writes them atomically.
+fn write_png(pixels: &[u8], width: u32, height: u32, out: &Path) -> Result<(), String> {
     let mut png_bytes = Vec::new();
     {
-        let mut encoder = png::Encoder::new(&mut png_bytes, WIDTH, HEIGHT);
+        let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         let mut writer = encoder.write_header().map_err(|e| format!("cannot encode the plot: {e}"))?;
-        writer.write_image_data(&pixels).map_err(|e| format!("cannot encode the plot: {e}"))?;
+        writer.write_image_data(pixels).map_err(|e| format!("cannot encode the plot: {e}"))?;
     }
     write_atomic(out, &png_bytes)
 }

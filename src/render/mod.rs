@@ -11,11 +11,12 @@ use bevy_rapier2d::prelude::{CollisionGroups, Group, QueryFilter, ReadRapierCont
 
 use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
-use crate::world::{Arena, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
+use crate::world::{Arena, Boxed, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
 pub mod explore;
 pub mod frame_stats;
 pub mod frames;
+pub mod picture;
 pub mod screenshot;
 
 /// The robot picked in the world view, shown in the inspector.
@@ -52,23 +53,19 @@ pub struct WorldCamera;
 
 pub mod palette {
     use bevy::prelude::Color;
-    pub const BACKGROUND: Color = Color::srgb(0.11, 0.12, 0.14);
-    pub const FLOOR: Color = Color::srgb(0.86, 0.85, 0.80);
-    pub const WALL: Color = Color::srgb(0.25, 0.26, 0.30);
     pub const BOX: Color = Color::srgb(0.62, 0.45, 0.26);
     pub const BOX_EDGE: Color = Color::srgb(0.40, 0.27, 0.12);
     pub const PEN: Color = Color::srgb(0.10, 0.35, 0.85);
+    pub const PEN_BOXED: Color = Color::srgb(0.20, 0.30, 0.60);
     pub const DEN: Color = Color::srgb(0.85, 0.45, 0.05);
     pub const STATION: Color = Color::srgb(0.10, 0.60, 0.20);
     pub const SONAR: Color = Color::srgb(0.00, 0.65, 0.75);
     pub const SONAR_HIT: Color = Color::srgb(0.95, 0.10, 0.40);
-    pub const ROBOT: Color = Color::srgb(0.15, 0.15, 0.18);
     pub const ROBOT_BUMP: Color = Color::srgb(0.90, 0.15, 0.10);
     pub const ROBOT_EMPTY: Color = Color::srgb(0.55, 0.55, 0.55);
     pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
     pub const PARTNER: Color = Color::srgb(0.0, 0.75, 0.35);
     pub const LAMP: Color = Color::srgb(1.0, 0.75, 0.0);
-    pub const CONE: Color = Color::srgba(0.20, 0.20, 0.80, 0.45);
 }
 
 /// Selects the robot called `name` whenever a scene loads (`crsim --select NAME`).
@@ -89,12 +86,13 @@ pub fn select_on_load(app: &mut App, name: String) {
 
 pub fn plugin(app: &mut App) {
     explore::plugin(app);
+    picture::plugin(app);
     app.init_resource::<Selection>()
         .init_resource::<ViewFit>()
         .init_resource::<Partner>()
         .init_resource::<EditMode>()
         .insert_resource(PanelWidth(320.0))
-        .insert_resource(ClearColor(palette::BACKGROUND))
+        .insert_resource(ClearColor(picture::ViewOptions::default().theme.colours().background))
         .add_systems(Startup, spawn_camera)
         .add_systems(
             Update,
@@ -121,21 +119,25 @@ fn rebuild_visuals(
     walls: Query<(&Transform, &Wall)>,
     boxes: Query<(&Transform, &PenBox)>,
     mut selection: ResMut<Selection>,
+    options: Res<picture::ViewOptions>,
 ) {
     selection.0 = None;
     for e in &old {
         commands.entity(e).despawn();
     }
+    let colours = options.theme.colours();
     let floor = Vec2::new(arena.width, arena.height);
     commands.spawn((
         Visual,
-        Sprite::from_color(palette::FLOOR, floor),
+        picture::Themed::Floor,
+        Sprite::from_color(colours.floor, floor),
         Transform::from_translation((floor / 2.0).extend(-2.0)),
     ));
     for (t, wall) in &walls {
         commands.spawn((
             Visual,
-            Sprite::from_color(palette::WALL, wall.size),
+            picture::Themed::Wall,
+            Sprite::from_color(colours.wall, wall.size),
             t.with_translation(t.translation.with_z(-1.0)),
         ));
     }
@@ -322,8 +324,9 @@ fn draw_world(
     partner: Res<Partner>,
     active: Option<Res<ActiveScene>>,
     robots: Query<(Entity, &Transform, &Robot, &RobotCamera, &BumpSensor, &Battery, &Gripper, &LampState)>,
-    pens: Query<(&Transform, &Pen, Has<Held>)>,
-    boxes: Query<(&Transform, &PenBox)>,
+    pens: Query<(Entity, &Transform, &Pen, Has<Held>, Option<&Boxed>)>,
+    boxes: Query<(Entity, &Transform, &PenBox)>,
+    options: Res<picture::ViewOptions>,
     dens: Query<(&Transform, &Den)>,
     stations: Query<(&Transform, &Station)>,
     sonars: Query<(&Transform, &Sonar)>,
@@ -331,9 +334,18 @@ fn draw_world(
     if active.is_none() {
         return;
     }
-    for (t, b) in &boxes {
+    let colours = options.theme.colours();
+    // Boxed pens are drawn inside their box, side by side.
+    let boxed = picture::boxed_pens(pens.iter().map(|(e, _, pen, _, b)| (e, pen, b)));
+    for (e, t, b) in &boxes {
         let (p, a) = pose(t);
         gizmos.rect_2d(Isometry2d::new(p, Rot2::radians(a)), b.size, palette::BOX_EDGE);
+        if let Some(inside) = boxed.get(&e) {
+            let r = inside.iter().map(|(_, r)| *r).fold(0.0f32, f32::max);
+            for spot in picture::boxed_pen_spots(p, b.size, a, r, inside.len()) {
+                gizmos.circle_2d(spot, r, palette::PEN_BOXED);
+            }
+        }
     }
     for (t, d) in &dens {
         let p = t.translation.truncate();
@@ -359,9 +371,11 @@ fn draw_world(
         );
         gizmos.circle_2d(p, s.width * 0.3, colour);
     }
-    for (t, pen, held) in &pens {
-        let p = t.translation.truncate();
-        gizmos.circle_2d(p, pen.radius, if held { palette::SELECTED } else { palette::PEN });
+    for (_, t, pen, held, boxed) in &pens {
+        if boxed.is_none() {
+            let p = t.translation.truncate();
+            gizmos.circle_2d(p, pen.radius, if held { palette::SELECTED } else { palette::PEN });
+        }
     }
     let all_cones = robots.iter().len() <= CONES_UP_TO;
     for (e, t, robot, camera, bump, battery, gripper, lamp) in &robots {
@@ -372,7 +386,7 @@ fn draw_world(
         } else if bump.is_touching() {
             palette::ROBOT_BUMP
         } else {
-            palette::ROBOT
+            colours.outline
         };
         gizmos.circle_2d(p, robot.radius, colour);
         let dir = Vec2::from_angle(heading);
@@ -390,11 +404,12 @@ fn draw_world(
         }
         if selected {
             gizmos.circle_2d(p, robot.radius * 1.35, palette::SELECTED);
+            gizmos.circle_2d(p, robot.radius * 1.45, palette::SELECTED);
         }
         if partner.0 == Some(e) {
             gizmos.circle_2d(p, robot.radius * 1.35, palette::PARTNER);
         }
-        if all_cones || selected {
+        if options.cones && (all_cones || selected) {
             // What the camera can see: cut at the first wall or box, and at the arena's edge.
             let occluders = CollisionGroups::new(Group::ALL, groups::WALL | groups::BOX);
             let filter = QueryFilter::only_fixed().exclude_sensors().groups(occluders);
@@ -403,7 +418,7 @@ fn draw_world(
                 let hit = rapier.single().ok().and_then(|ctx| ctx.cast_ray(p, dir, edge, true, filter));
                 hit.map_or(edge, |(_, toi)| toi)
             };
-            gizmos.linestrip_2d(cone_points(p, heading, camera.fov, reach), palette::CONE);
+            gizmos.linestrip_2d(cone_points(p, heading, camera.fov, reach), colours.cone);
         }
     }
 }

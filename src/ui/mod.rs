@@ -16,6 +16,7 @@ use crate::control::explore::Explorer;
 use crate::control::network::NetworkController;
 use crate::control::programs::{Program, ProgramServer};
 use crate::control::remote::Remote;
+use crate::render::picture::{Theme, ViewOptions};
 use crate::render::{PanelWidth, Selection, WorldCamera};
 use crate::robot::{
     AppliedDrive, Battery, BumpSensor, CameraView, DriveCommand, GripSensor, HomeDen, LampState, Odometry, PowerSensor,
@@ -33,6 +34,7 @@ struct OpenField(String);
 
 pub mod editor;
 mod network;
+pub mod plots;
 mod radio;
 pub mod timeline;
 
@@ -52,66 +54,192 @@ pub mod palette {
     pub const TRACK: Color32 = Color32::from_rgb(80, 150, 220);
     pub const LEVEL: Color32 = Color32::from_rgb(230, 170, 60);
     pub const NO_SIGNAL: Color32 = Color32::from_rgb(150, 150, 150);
-    pub const NODE: Color32 = Color32::from_gray(40);
-    pub const NODE_ABSENT: Color32 = Color32::from_gray(22);
-    pub const EDGE_ABSENT: Color32 = Color32::from_gray(70);
-    pub const TEXT_ABSENT: Color32 = Color32::from_gray(90);
 }
 
 pub fn plugin(app: &mut App) {
     radio::plugin(app);
     timeline::plugin(app);
     editor::plugin(app);
+    plots::plugin(app);
     app.init_resource::<OpenField>()
+        .init_resource::<HelpOpen>()
         .add_systems(Update, keyboard_shortcuts)
-        .add_systems(EguiPrimaryContextPass, (control_panel, world_labels).chain());
+        .add_systems(EguiPrimaryContextPass, (egui_theme, control_panel, world_labels, help_window).chain());
+}
+
+/// A panel section that folds: its heading opens and closes it (open at first).
+pub fn fold<R>(ui: &mut egui::Ui, title: &str, body: impl FnOnce(&mut egui::Ui) -> R) {
+    egui::CollapsingHeader::new(egui::RichText::new(title).heading()).id_salt(title).default_open(true).show(ui, body);
 }
 
 /// Label at most this many robots by name (beyond, only the selected one).
 const LABELS_UP_TO: usize = 100;
 
-/// Names of robots and fixed objects, painted over the world view.
+/// Names of robots and fixed objects, painted over the world view: a fixed font size on a
+/// translucent plate, so they read the same at any zoom; robots' names only while they are far
+/// enough apart on screen not to pile up.
 fn world_labels(
     mut contexts: EguiContexts,
-    camera: Single<(&Camera, &GlobalTransform), With<WorldCamera>>,
+    camera: Single<(&Camera, &GlobalTransform, &Projection), With<WorldCamera>>,
     selection: Res<Selection>,
     panel: Res<PanelWidth>,
+    options: Res<ViewOptions>,
     robots: Query<(Entity, &Name, &Transform, &Robot)>,
-    objects: Query<(&Name, &Transform), Or<(With<PenBox>, With<Station>, With<Den>, With<Sonar>)>>,
+    objects: Query<(&Name, &Transform, Option<&PenBox>), Or<(With<PenBox>, With<Station>, With<Den>, With<Sonar>)>>,
 ) -> Result {
+    if !options.labels {
+        return Ok(());
+    }
     let ctx = contexts.ctx_mut()?;
-    let (cam, cam_t) = *camera;
+    let (cam, cam_t, projection) = *camera;
+    let scale = match projection {
+        Projection::Orthographic(o) => o.scale,
+        _ => 0.01,
+    };
     // Clipped to the world view, so labels never draw over the panel.
     let view = egui::Rect::from_min_max(egui::pos2(panel.0, 0.0), ctx.viewport_rect().max);
     let painter = ctx
         .layer_painter(egui::LayerId::new(egui::Order::Background, egui::Id::new("world-labels")))
         .with_clip_rect(view);
     let font = egui::FontId::proportional(11.0);
+    let dark = options.theme == Theme::Dark;
+    let plate = if dark {
+        egui::Color32::from_rgba_unmultiplied(20, 20, 24, 170)
+    } else {
+        egui::Color32::from_rgba_unmultiplied(255, 255, 255, 170)
+    };
+    let ink = if dark { egui::Color32::from_gray(225) } else { palette::LABEL_ROBOT };
     let label = |world: Vec2, text: &str, colour: egui::Color32| {
         if let Ok(p) = cam.world_to_viewport(cam_t, world.extend(0.0)) {
-            painter.text(egui::pos2(p.x, p.y), egui::Align2::CENTER_TOP, text, font.clone(), colour);
+            let galley = painter.layout_no_wrap(text.to_string(), font.clone(), colour);
+            let rect =
+                egui::Align2::CENTER_TOP.anchor_size(egui::pos2(p.x, p.y), galley.size()).expand2(egui::vec2(3.0, 1.0));
+            painter.rect_filled(rect, 3.0, plate);
+            painter.galley(rect.min + egui::vec2(3.0, 1.0), galley, colour);
         }
     };
-    for (name, t) in &objects {
-        label(t.translation.truncate(), name.as_str(), palette::LABEL);
+    for (name, t, b) in &objects {
+        // A box's name goes under it, clear of the pens inside.
+        let below = b.map_or(0.0, |b| b.size.y / 2.0 + 0.02);
+        label(t.translation.truncate() - Vec2::Y * below, name.as_str(), ink);
     }
-    let all = robots.iter().len() <= LABELS_UP_TO;
+    // Robots' names while there are few, and while a robot is at least 6 px wide on screen.
+    let few = robots.iter().len() <= LABELS_UP_TO;
     for (e, name, t, robot) in &robots {
-        if all || selection.0 == Some(e) {
+        let big = robot.radius * 2.0 / scale >= 6.0;
+        if (few && big) || selection.0 == Some(e) {
             let below = t.translation.truncate() - Vec2::Y * robot.radius * 1.2;
-            label(below, name.as_str(), palette::LABEL_ROBOT);
+            let colour = if selection.0 == Some(e) { egui::Color32::from_rgb(200, 140, 0) } else { ink };
+            label(below, name.as_str(), colour);
         }
     }
     Ok(())
 }
 
+/// The panel follows the view's theme.
+fn egui_theme(mut contexts: EguiContexts, options: Res<ViewOptions>, mut applied: Local<Option<Theme>>) -> Result {
+    if *applied == Some(options.theme) {
+        return Ok(());
+    }
+    let ctx = contexts.ctx_mut()?;
+    ctx.set_theme(match options.theme {
+        Theme::Light => egui::Theme::Light,
+        Theme::Dark => egui::Theme::Dark,
+    });
+    *applied = Some(options.theme);
+    Ok(())
+}
+
+/// Whether the help window is open (`?`).
+#[derive(Resource, Default)]
+pub struct HelpOpen(pub bool);
+
+/// Every mouse action and key, in one window.
+const HELP: &[(&str, &str)] = &[
+    ("Mouse", ""),
+    ("drag", "pan the view (in edit mode: right or middle button)"),
+    ("wheel", "zoom about the cursor (over the panel: scroll it)"),
+    ("click a robot", "select it: inspector, network, radio, trail"),
+    ("shift-click a robot", "the other end of a radio pair"),
+    ("Keys", ""),
+    ("Space", "pause or resume"),
+    (".", "one step while paused"),
+    ("Esc", "emergency stop on or off"),
+    ("E", "edit the scene (pauses at step 0) or leave edit mode"),
+    ("P", "the plots window"),
+    ("T", "trails on or off"),
+    ("?", "this help"),
+    ("Edit mode", ""),
+    ("click, drag", "select an item, move it (snapped to the grid)"),
+    ("drag a handle", "orange circle: turn; squares: resize, wall ends"),
+    ("R, Shift+R", "turn the selected item by 15°"),
+    ("Ctrl+D, Delete", "duplicate, delete the selected item"),
+    ("Ctrl+Z, Ctrl+Y", "undo, redo (a whole drag is one step)"),
+    ("Ctrl+S", "save to the path in the panel; the hot reload loads it"),
+];
+
+fn help_window(mut contexts: EguiContexts, mut open: ResMut<HelpOpen>) -> Result {
+    if !open.0 {
+        return Ok(());
+    }
+    let ctx = contexts.ctx_mut()?;
+    egui::Window::new("Help — mouse and keys")
+        .open(&mut open.0)
+        .collapsible(false)
+        .resizable(false)
+        .anchor(egui::Align2::RIGHT_TOP, egui::vec2(-12.0, 12.0))
+        .show(ctx, |ui| {
+            egui::Grid::new("help").num_columns(2).spacing([16.0, 4.0]).show(ui, |ui| {
+                for (k, v) in HELP {
+                    if v.is_empty() {
+                        ui.label(egui::RichText::new(*k).strong());
+                    } else {
+                        ui.label(egui::RichText::new(*k).monospace());
+                        ui.label(*v);
+                    }
+                    ui.end_row();
+                }
+            });
+        });
+    Ok(())
+}
+
+/// The view's options: theme, trails, cones, labels; the plots window and help.
+fn view_section(ui: &mut egui::Ui, options: &mut ViewOptions, plots: &mut plots::PlotsOpen, help: &mut HelpOpen) {
+    fold(ui, "View", |ui| {
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut options.theme, Theme::Light, "light");
+            ui.radio_value(&mut options.theme, Theme::Dark, "dark");
+            ui.separator();
+            ui.checkbox(&mut options.cones, "cones");
+            ui.checkbox(&mut options.labels, "labels");
+        });
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut options.trails, "trails (T)");
+            ui.add_enabled(
+                options.trails,
+                egui::Slider::new(&mut options.trail_seconds, 1.0..=60.0).suffix(" s").logarithmic(true),
+            );
+        });
+        ui.horizontal(|ui| {
+            if ui.button("Plots (P)").clicked() {
+                plots.0 = !plots.0;
+            }
+            if ui.button("Help (?)").clicked() {
+                help.0 = !help.0;
+            }
+        });
+    });
+}
+
 /// Space pauses or resumes; `.` runs one step while paused; Escape engages or releases the
-/// emergency stop.
+/// emergency stop; `?` opens help, `P` the plots, `T` turns trails on and off.
 fn keyboard_shortcuts(
     keys: Res<ButtonInput<KeyCode>>,
     wants: Res<bevy_egui::input::EguiWantsInput>,
     mut clock: ResMut<SimClock>,
     mut estop: ResMut<EmergencyStop>,
+    mut toggles: (ResMut<HelpOpen>, ResMut<plots::PlotsOpen>, ResMut<ViewOptions>),
 ) {
     if keys.just_pressed(KeyCode::Escape) {
         estop.engaged = !estop.engaged;
@@ -124,6 +252,17 @@ fn keyboard_shortcuts(
     }
     if keys.just_pressed(KeyCode::Period) && clock.paused {
         clock.queue_steps(1);
+    }
+    let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
+    let ctrl = keys.any_pressed([KeyCode::ControlLeft, KeyCode::ControlRight]);
+    if keys.just_pressed(KeyCode::Slash) && shift {
+        toggles.0.0 = !toggles.0.0;
+    }
+    if keys.just_pressed(KeyCode::KeyP) && !ctrl {
+        toggles.1.0 = !toggles.1.0;
+    }
+    if keys.just_pressed(KeyCode::KeyT) && !ctrl {
+        toggles.2.trails = !toggles.2.trails;
     }
 }
 
@@ -161,6 +300,14 @@ struct SceneView<'w> {
     open: ResMut<'w, OpenField>,
     overrides: Res<'w, SceneOverrides>,
     editor: ResMut<'w, editor::Editor>,
+}
+
+/// The view's options and the windows the panel opens.
+#[derive(SystemParam)]
+struct ViewToggles<'w> {
+    options: ResMut<'w, ViewOptions>,
+    plots: ResMut<'w, plots::PlotsOpen>,
+    help: ResMut<'w, HelpOpen>,
 }
 
 /// What the panel shows of the bot manager and the skill system.
@@ -202,6 +349,7 @@ fn control_panel(
     mut controllers: ControllerViews,
     mut radio_view: RadioView,
     mut record: timeline::RecordView,
+    mut toggles: ViewToggles,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
@@ -211,8 +359,18 @@ fn control_panel(
     );
     let response = egui::Panel::left("control").resizable(true).default_size(320.0).show(&mut root, |ui| {
         egui::ScrollArea::vertical().show(ui, |ui| {
-            ui.heading("crsim");
+            ui.horizontal(|ui| {
+                ui.heading("crsim");
+                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                    if ui.button("?").on_hover_text("help: mouse and keys").clicked() {
+                        toggles.help.0 = !toggles.help.0;
+                    }
+                });
+            });
             scene_section(ui, &mut scene);
+            ui.separator();
+            let ViewToggles { options, plots, help } = &mut toggles;
+            view_section(ui, options, plots, help);
             ui.separator();
             emergency_stop(ui, &mut bots.estop);
             if record.replay.is_none() {
@@ -318,113 +476,115 @@ fn explorer_section(ui: &mut egui::Ui, explorers: &mut Query<&mut Explorer>, sel
         return;
     }
     ui.separator();
-    ui.heading("Explorers");
-    let all_on = explorers.iter().all(|e| e.sonar_alarm);
-    let mut on = all_on;
-    if ui.checkbox(&mut on, "sonar option (all explorers): a sonar sends them home").changed() {
-        for mut e in explorers.iter_mut() {
-            e.sonar_alarm = on;
+    fold(ui, "Explorers", |ui| {
+        let all_on = explorers.iter().all(|e| e.sonar_alarm);
+        let mut on = all_on;
+        if ui.checkbox(&mut on, "sonar option (all explorers): a sonar sends them home").changed() {
+            for mut e in explorers.iter_mut() {
+                e.sonar_alarm = on;
+            }
         }
-    }
-    let Some(mut ex) = selection.0.and_then(|e| explorers.get_mut(e).ok()) else {
-        ui.label("Click an explorer to see its mental map.");
-        return;
-    };
-    ui.checkbox(&mut ex.sonar_alarm, "sonar option for this explorer");
-    let s = ex.stats;
-    ui.label(format!(
-        "{:?} at {:?} facing {:?} — {} strategy\nmoves {}  collisions {}  repeated {}  returns {}  sonar alarms {}",
-        ex.phase,
-        (ex.cell.x, ex.cell.y),
-        ex.dir,
-        ex.strategy.name(),
-        s.moves,
-        s.collisions,
-        s.repeat_collisions,
-        s.returns,
-        s.sonar_alarms
-    ));
-    if let Some((cell, step)) = s.last_collision {
-        ui.label(format!("last collision: cell ({}, {}) at step {step}", cell.x, cell.y));
-    }
-    let path: String = ex.outbound.iter().map(|m| m.letter()).collect();
-    ui.label(egui::RichText::new(format!("outbound: {path}")).monospace().small());
-    if !ex.plan.is_empty() {
-        let plan: String = ex.plan.iter().map(|m| m.letter()).collect();
-        ui.label(egui::RichText::new(format!("plan: {plan}")).monospace().small());
-    }
-    ui.label(egui::RichText::new(ex.map.to_text(Some(ex.cell))).monospace().size(9.0));
+        let Some(mut ex) = selection.0.and_then(|e| explorers.get_mut(e).ok()) else {
+            ui.label("Click an explorer to see its mental map.");
+            return;
+        };
+        ui.checkbox(&mut ex.sonar_alarm, "sonar option for this explorer");
+        let s = ex.stats;
+        ui.label(format!(
+            "{:?} at {:?} facing {:?} — {} strategy\nmoves {}  collisions {}  repeated {}  returns {}  sonar alarms {}",
+            ex.phase,
+            (ex.cell.x, ex.cell.y),
+            ex.dir,
+            ex.strategy.name(),
+            s.moves,
+            s.collisions,
+            s.repeat_collisions,
+            s.returns,
+            s.sonar_alarms
+        ));
+        if let Some((cell, step)) = s.last_collision {
+            ui.label(format!("last collision: cell ({}, {}) at step {step}", cell.x, cell.y));
+        }
+        let path: String = ex.outbound.iter().map(|m| m.letter()).collect();
+        ui.label(egui::RichText::new(format!("outbound: {path}")).monospace().small());
+        if !ex.plan.is_empty() {
+            let plan: String = ex.plan.iter().map(|m| m.letter()).collect();
+            ui.label(egui::RichText::new(format!("plan: {plan}")).monospace().small());
+        }
+        ui.label(egui::RichText::new(ex.map.to_text(Some(ex.cell))).monospace().size(9.0));
+    });
 }
 
 fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut Selection) {
-    ui.heading("Bot manager");
-    let mut counts = [0usize; 3];
-    for (_, _, link, _) in &bots.links {
-        counts[link.state as usize] += 1;
-    }
-    ui.label(format!(
-        "online {}   connecting {}   offline {}",
-        counts[LinkState::Online as usize],
-        counts[LinkState::Connecting as usize],
-        counts[LinkState::Offline as usize]
-    ));
-    let s = &*bots.stats;
-    if bots.links.iter().any(|(_, _, l, _)| l.external) {
+    fold(ui, "Bot manager", |ui| {
+        let mut counts = [0usize; 3];
+        for (_, _, link, _) in &bots.links {
+            counts[link.state as usize] += 1;
+        }
+        ui.label(format!(
+            "online {}   connecting {}   offline {}",
+            counts[LinkState::Online as usize],
+            counts[LinkState::Connecting as usize],
+            counts[LinkState::Offline as usize]
+        ));
+        let s = &*bots.stats;
+        if bots.links.iter().any(|(_, _, l, _)| l.external) {
+            ui.label(
+                egui::RichText::new(format!(
+                    "external robots: packets sent {}  received {}  malformed {}  refused {}  errors sent {}",
+                    s.packets_sent, s.packets_received, s.malformed, s.refused, s.errors_sent
+                ))
+                .small(),
+            );
+        }
+        let m = &*bots.manager;
+        let t = &m.totals;
         ui.label(
             egui::RichText::new(format!(
-                "external robots: packets sent {}  received {}  malformed {}  refused {}  errors sent {}",
-                s.packets_sent, s.packets_received, s.malformed, s.refused, s.errors_sent
+                "manager: rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
+                m.rounds,
+                t.sent.update_all.packets + t.sent.multicast.packets + t.sent.update_all_unicast.packets,
+                t.sent.unicast.packets,
+                t.statuses,
+                t.duplicates_held,
+                t.watchdog_stops
             ))
             .small(),
         );
-    }
-    let m = &*bots.manager;
-    let t = &m.totals;
-    ui.label(
-        egui::RichText::new(format!(
-            "manager: rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
-            m.rounds,
-            t.sent.update_all.packets + t.sent.multicast.packets + t.sent.update_all_unicast.packets,
-            t.sent.unicast.packets,
-            t.statuses,
-            t.duplicates_held,
-            t.watchdog_stops
-        ))
-        .small(),
-    );
-    if let Some(local) = bots.central.local {
-        let group = bots.central.group.map_or(String::new(), |g| format!(", multicast {g}"));
-        ui.label(egui::RichText::new(format!("manager on udp://{local}{group}")).small());
-    }
-    if let Some(e) = bots.central.error.as_ref().or(bots.central.fallback.as_ref()) {
-        ui.label(egui::RichText::new(e).small().color(palette::ERROR));
-    }
-    // Outside bots: where they are and whether they answer.
-    for (e, name, link, _) in bots.links.iter().filter(|(_, _, l, _)| l.outside.is_some()) {
-        let addr = link.outside.map(|a| a.to_string()).unwrap_or_default();
-        let text = format!("{name}: {} — outside bot at udp://{addr}", link.state.name());
-        if ui.selectable_label(selection.0 == Some(e), text).clicked() {
-            selection.0 = Some(e);
+        if let Some(local) = bots.central.local {
+            let group = bots.central.group.map_or(String::new(), |g| format!(", multicast {g}"));
+            ui.label(egui::RichText::new(format!("manager on udp://{local}{group}")).small());
         }
-    }
-    if let Some(addr) = bots.update_all.local {
-        ui.label(format!("update-all port: udp://{addr}"));
-    }
-    if let Some(e) = &s.last_error {
-        ui.label(egui::RichText::new(e).small().color(palette::ERROR));
-    }
-    // External robots: where to reach them and how their link is.
-    for (e, name, link, endpoint) in bots.links.iter().filter(|(_, _, l, _)| l.external) {
-        let addr = match endpoint {
-            Some(UdpEndpoint { local: Some(local), .. }) => format!("udp://{local}"),
-            Some(UdpEndpoint { error: Some(e), .. }) => e.clone(),
-            _ => "not bound".to_string(),
-        };
-        let text = format!("{name}: {} — {addr}", link.state.name());
-        if ui.selectable_label(selection.0 == Some(e), text).clicked() {
-            selection.0 = Some(e);
+        if let Some(e) = bots.central.error.as_ref().or(bots.central.fallback.as_ref()) {
+            ui.label(egui::RichText::new(e).small().color(palette::ERROR));
         }
-    }
+        // Outside bots: where they are and whether they answer.
+        for (e, name, link, _) in bots.links.iter().filter(|(_, _, l, _)| l.outside.is_some()) {
+            let addr = link.outside.map(|a| a.to_string()).unwrap_or_default();
+            let text = format!("{name}: {} — outside bot at udp://{addr}", link.state.name());
+            if ui.selectable_label(selection.0 == Some(e), text).clicked() {
+                selection.0 = Some(e);
+            }
+        }
+        if let Some(addr) = bots.update_all.local {
+            ui.label(format!("update-all port: udp://{addr}"));
+        }
+        if let Some(e) = &s.last_error {
+            ui.label(egui::RichText::new(e).small().color(palette::ERROR));
+        }
+        // External robots: where to reach them and how their link is.
+        for (e, name, link, endpoint) in bots.links.iter().filter(|(_, _, l, _)| l.external) {
+            let addr = match endpoint {
+                Some(UdpEndpoint { local: Some(local), .. }) => format!("udp://{local}"),
+                Some(UdpEndpoint { error: Some(e), .. }) => e.clone(),
+                _ => "not bound".to_string(),
+            };
+            let text = format!("{name}: {} — {addr}", link.state.name());
+            if ui.selectable_label(selection.0 == Some(e), text).clicked() {
+                selection.0 = Some(e);
+            }
+        }
+    });
 }
 
 /// Robots driven in the VirtualRobot protocol: where to reach them, who is connected, what was
@@ -434,39 +594,40 @@ fn remote_section(ui: &mut egui::Ui, remotes: &Query<(Entity, &Name, &Remote)>, 
         return;
     }
     ui.separator();
-    ui.heading("Remote control (VirtualRobot)");
-    for (e, name, r) in remotes {
-        let running = match r.session.running() {
-            Some((mv, true)) => format!("{}, collided", mv.as_str()),
-            Some((mv, false)) => mv.as_str().to_string(),
-            None => "idle".to_string(),
-        };
-        let head = format!("{name}: {running}  ({:?})", r.session.dialect);
-        if ui.selectable_label(selection.0 == Some(e), head).clicked() {
-            selection.0 = Some(e);
+    fold(ui, "Remote control (VirtualRobot)", |ui| {
+        for (e, name, r) in remotes {
+            let running = match r.session.running() {
+                Some((mv, true)) => format!("{}, collided", mv.as_str()),
+                Some((mv, false)) => mv.as_str().to_string(),
+                None => "idle".to_string(),
+            };
+            let head = format!("{name}: {running}  ({:?})", r.session.dialect);
+            if ui.selectable_label(selection.0 == Some(e), head).clicked() {
+                selection.0 = Some(e);
+            }
+            match (&r.error, r.http, r.ws) {
+                (Some(err), _, _) => {
+                    ui.label(egui::RichText::new(err).small().color(palette::ERROR));
+                }
+                (None, Some(http), Some(ws)) => {
+                    ui.label(egui::RichText::new(format!("http://{http}/api/move   ws://{ws}")).monospace().small());
+                }
+                _ => {}
+            }
+            ui.label(
+                egui::RichText::new(format!(
+                    "clients: {} websocket, {} http waiting   requests {}  errors {}  watchdog stops {}",
+                    r.ws_clients, r.held_requests, r.session.requests, r.session.errors, r.session.watchdog_stops
+                ))
+                .small(),
+            );
+            egui::CollapsingHeader::new(format!("last requests and replies of {name}")).id_salt(e).show(ui, |ui| {
+                for line in r.session.log.iter().rev().take(16) {
+                    ui.label(egui::RichText::new(line).monospace().small());
+                }
+            });
         }
-        match (&r.error, r.http, r.ws) {
-            (Some(err), _, _) => {
-                ui.label(egui::RichText::new(err).small().color(palette::ERROR));
-            }
-            (None, Some(http), Some(ws)) => {
-                ui.label(egui::RichText::new(format!("http://{http}/api/move   ws://{ws}")).monospace().small());
-            }
-            _ => {}
-        }
-        ui.label(
-            egui::RichText::new(format!(
-                "clients: {} websocket, {} http waiting   requests {}  errors {}  watchdog stops {}",
-                r.ws_clients, r.held_requests, r.session.requests, r.session.errors, r.session.watchdog_stops
-            ))
-            .small(),
-        );
-        egui::CollapsingHeader::new(format!("last requests and replies of {name}")).id_salt(e).show(ui, |ui| {
-            for line in r.session.log.iter().rev().take(16) {
-                ui.label(egui::RichText::new(line).monospace().small());
-            }
-        });
-    }
+    });
 }
 
 fn scene_section(ui: &mut egui::Ui, view: &mut SceneView) {
@@ -561,93 +722,94 @@ fn inspector(
     names: &Query<&Name>,
     ask: &mut dyn FnMut(LinkAction),
 ) {
-    ui.heading("Inspector");
-    let Some((
-        (name, t, robot, cmd, applied, battery, power, camera, grip, bump, odo, controller, den),
-        (executor, link, endpoint, lamp),
-    )) = robot
-    else {
-        ui.label("Click a robot to inspect it.");
-        return;
-    };
-    let (p, heading) = pose(t);
-    ui.label(egui::RichText::new(name.as_str()).strong());
-    egui::Grid::new("robot").num_columns(2).show(ui, |ui| {
-        let mut row = |k: &str, v: String| {
-            ui.label(k);
-            ui.label(v);
-            ui.end_row();
+    fold(ui, "Inspector", |ui| {
+        let Some((
+            (name, t, robot, cmd, applied, battery, power, camera, grip, bump, odo, controller, den),
+            (executor, link, endpoint, lamp),
+        )) = robot
+        else {
+            ui.label("Click a robot to inspect it.");
+            return;
         };
-        row("controller", format!("{:?}", controller.0));
-        row("den", den.0.map_or("none".into(), |d| name_of(names, d)));
-        row("pose", format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()));
-        row("command", format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()));
-        row("applied", format!("{:.2} m/s, {:.0}°/s", applied.linear, applied.angular.to_degrees()));
-        row("limits", format!("{:.2} m/s, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees()));
-        row(
-            "battery",
-            format!(
-                "{:.1} / {:.0} ({:.0}%){}",
-                battery.charge,
-                battery.capacity,
-                power.level * 100.0,
-                if power.charging { ", charging" } else { "" }
-            ),
-        );
-        row("holding", grip.holding.map_or("nothing".into(), |e| name_of(names, e)));
-        row("pen in reach", grip.pen_in_reach.map_or("none".into(), |e| name_of(names, e)));
-        let touching: Vec<String> = bump.touching.iter().map(|&e| name_of(names, e)).collect();
-        row("bump", if touching.is_empty() { "clear".into() } else { touching.join(", ") });
-        row("collisions", odo.collisions.to_string());
-        row("distance", format!("{:.2} m", odo.distance));
-        row("lamp", if lamp.on { "on".into() } else { "off".into() });
-        let kind = match (link.external, link.outside) {
-            (true, _) => "external controller".to_string(),
-            (false, Some(a)) => format!("outside bot at {a}"),
-            (false, None) if link.managed => "simulated bot".to_string(),
-            (false, None) => "driven directly".to_string(),
-        };
-        row("link", format!("{} ({kind})", link.state.name()));
-        if let Some(ep) = endpoint {
-            let peer = ep.peer.map_or("no controller yet".to_string(), |p| format!("from {p}"));
-            let local = ep.local.map_or_else(|| ep.error.clone().unwrap_or_default(), |a| a.to_string());
-            row("udp", format!("{local} {peer}"));
+        let (p, heading) = pose(t);
+        ui.label(egui::RichText::new(name.as_str()).strong());
+        egui::Grid::new("robot").num_columns(2).show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(k);
+                ui.label(v);
+                ui.end_row();
+            };
+            row("controller", format!("{:?}", controller.0));
+            row("den", den.0.map_or("none".into(), |d| name_of(names, d)));
+            row("pose", format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()));
+            row("command", format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()));
+            row("applied", format!("{:.2} m/s, {:.0}°/s", applied.linear, applied.angular.to_degrees()));
+            row("limits", format!("{:.2} m/s, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees()));
+            row(
+                "battery",
+                format!(
+                    "{:.1} / {:.0} ({:.0}%){}",
+                    battery.charge,
+                    battery.capacity,
+                    power.level * 100.0,
+                    if power.charging { ", charging" } else { "" }
+                ),
+            );
+            row("holding", grip.holding.map_or("nothing".into(), |e| name_of(names, e)));
+            row("pen in reach", grip.pen_in_reach.map_or("none".into(), |e| name_of(names, e)));
+            let touching: Vec<String> = bump.touching.iter().map(|&e| name_of(names, e)).collect();
+            row("bump", if touching.is_empty() { "clear".into() } else { touching.join(", ") });
+            row("collisions", odo.collisions.to_string());
+            row("distance", format!("{:.2} m", odo.distance));
+            row("lamp", if lamp.on { "on".into() } else { "off".into() });
+            let kind = match (link.external, link.outside) {
+                (true, _) => "external controller".to_string(),
+                (false, Some(a)) => format!("outside bot at {a}"),
+                (false, None) if link.managed => "simulated bot".to_string(),
+                (false, None) => "driven directly".to_string(),
+            };
+            row("link", format!("{} ({kind})", link.state.name()));
+            if let Some(ep) = endpoint {
+                let peer = ep.peer.map_or("no controller yet".to_string(), |p| format!("from {p}"));
+                let local = ep.local.map_or_else(|| ep.error.clone().unwrap_or_default(), |a| a.to_string());
+                row("udp", format!("{local} {peer}"));
+            }
+            for group in SkillGroup::ALL {
+                let running = executor.0.running(group).map_or("empty".to_string(), |s| s.name().to_string());
+                row(&format!("{} slot", group.name()), running);
+            }
+        });
+        if link.managed {
+            bot_link_controls(ui, link, ask);
         }
-        for group in SkillGroup::ALL {
-            let running = executor.0.running(group).map_or("empty".to_string(), |s| s.name().to_string());
-            row(&format!("{} slot", group.name()), running);
+        ui.label(format!("last commands ({} packets sent):", link.packets_sent));
+        for sent in link.recent.iter().rev() {
+            ui.label(
+                egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command, sent.bytes))
+                    .monospace()
+                    .small(),
+            );
         }
-    });
-    if link.managed {
-        bot_link_controls(ui, link, ask);
-    }
-    ui.label(format!("last commands ({} packets sent):", link.packets_sent));
-    for sent in link.recent.iter().rev() {
-        ui.label(
-            egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command, sent.bytes))
+        ui.label(format!("camera (step {}): {} seen", camera.step, camera.seen.len()));
+        for s in camera.seen.iter().take(12) {
+            let kind = match s.kind {
+                Seeable::Pen => "pen",
+                Seeable::Box => "box",
+                Seeable::Station => "station",
+                Seeable::Robot => "robot",
+            };
+            ui.label(
+                egui::RichText::new(format!(
+                    "  {kind:<7} {:<10} {:5.2} m {:+5.0}°",
+                    name_of(names, s.entity),
+                    s.distance,
+                    s.bearing.to_degrees()
+                ))
                 .monospace()
                 .small(),
-        );
-    }
-    ui.label(format!("camera (step {}): {} seen", camera.step, camera.seen.len()));
-    for s in camera.seen.iter().take(12) {
-        let kind = match s.kind {
-            Seeable::Pen => "pen",
-            Seeable::Box => "box",
-            Seeable::Station => "station",
-            Seeable::Robot => "robot",
-        };
-        ui.label(
-            egui::RichText::new(format!(
-                "  {kind:<7} {:<10} {:5.2} m {:+5.0}°",
-                name_of(names, s.entity),
-                s.distance,
-                s.bearing.to_degrees()
-            ))
-            .monospace()
-            .small(),
-        );
-    }
+            );
+        }
+    });
 }
 
 /// One managed bot's link: connect, disconnect and reconnect by hand, its motor parameters, its

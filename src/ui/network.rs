@@ -98,8 +98,12 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
         let r = node_rect(id);
         let node = net.node(id);
         let alive = node.is_some();
-        let stroke = if alive { egui::Stroke::new(1.0, text) } else { egui::Stroke::new(1.0, palette::EDGE_ABSENT) };
-        painter.rect_filled(r, 3.0, if alive { palette::NODE } else { palette::NODE_ABSENT });
+        // Nodes in the panel's own colours, so the graph reads in the light and the dark theme.
+        let visuals = ui.visuals();
+        let faint = visuals.weak_text_color();
+        let stroke = if alive { egui::Stroke::new(1.0, text) } else { egui::Stroke::new(1.0, faint) };
+        let fill = if alive { visuals.extreme_bg_color } else { visuals.faint_bg_color };
+        painter.rect_filled(r, 3.0, fill);
         if let Some(n) = node {
             let mut bar = r.shrink(2.0);
             bar.set_top(bar.bottom() - 4.0);
@@ -116,7 +120,7 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
             Some(n) => format!("{} {:.2}", catalog.names[id], n.degree),
             None => catalog.names[id].clone(),
         };
-        let color = if alive { text } else { palette::TEXT_ABSENT };
+        let color = if alive { text } else { faint };
         painter.text(
             r.center() - egui::vec2(0.0, 3.0),
             egui::Align2::CENTER_CENTER,
