@@ -240,6 +240,7 @@ fn keyboard_shortcuts(
     mut clock: ResMut<SimClock>,
     mut estop: ResMut<EmergencyStop>,
     mut toggles: (ResMut<HelpOpen>, ResMut<plots::PlotsOpen>, ResMut<ViewOptions>),
+    logical: Res<ButtonInput<bevy::input::keyboard::Key>>,
 ) {
     if keys.just_pressed(KeyCode::Escape) {
         estop.engaged = !estop.engaged;
@@ -253,9 +254,9 @@ fn keyboard_shortcuts(
     if keys.just_pressed(KeyCode::Period) && clock.paused {
         clock.queue_steps(1);
     }
-    let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
     let ctrl = keys.any_pressed([KeyCode::ControlLeft, KeyCode::ControlRight]);
-    if keys.just_pressed(KeyCode::Slash) && shift {
+    // `?` by the character typed, wherever a keyboard layout puts it.
+    if logical.just_pressed(bevy::input::keyboard::Key::Character("?".into())) {
         toggles.0.0 = !toggles.0.0;
     }
     if keys.just_pressed(KeyCode::KeyP) && !ctrl {
@@ -367,22 +368,24 @@ fn control_panel(
                     }
                 });
             });
-            scene_section(ui, &mut scene);
+            fold(ui, "Scene", |ui| scene_section(ui, &mut scene));
             ui.separator();
             let ViewToggles { options, plots, help } = &mut toggles;
             view_section(ui, options, plots, help);
             ui.separator();
+            // The emergency stop never folds away.
             emergency_stop(ui, &mut bots.estop);
-            if record.replay.is_none() {
-                run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
-            } else {
-                ui.label(format!("step {}   hash {}", time.step, hash.hex()));
-            }
+            fold(ui, "Run", |ui| {
+                if record.replay.is_none() {
+                    run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
+                } else {
+                    ui.label(format!("step {}   hash {}", time.step, hash.hex()));
+                }
+                let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
+                ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
+            });
             ui.separator();
             timeline::section(ui, &mut record, scene.active.as_deref(), &time);
-            ui.separator();
-            let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
-            ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));
             ui.separator();
             bot_manager_section(ui, &bots, &mut selection);
             remote_section(ui, &controllers.remotes, &mut selection);

@@ -146,7 +146,13 @@ impl Editor {
 pub fn plugin(app: &mut App) {
     app.init_resource::<Editor>().add_systems(
         Update,
-        (editor_keys, editor_pointer, show_in_world, draw::draw_document)
+        (
+            editor_keys,
+            editor_pointer,
+            follow_file.run_if(on_message::<crate::scene::SceneLoaded>),
+            show_in_world,
+            draw::draw_document,
+        )
             .chain()
             .after(crate::render::ViewSystems)
             .run_if(|editor: Res<Editor>| editor.active()),
@@ -301,7 +307,18 @@ pub fn save_from_panel(editor: &mut Editor, status: &mut SceneStatus, pending: &
     let same = editor.doc.as_ref().and_then(|d| d.path.clone()) == Some(path.clone());
     match editor.save(path) {
         Ok(path) => {
-            editor.message = Some((true, format!("saved {}", path.display())));
+            let problems = editor.errors.len();
+            editor.message = Some(if problems == 0 {
+                (true, format!("saved {}", path.display()))
+            } else {
+                (
+                    false,
+                    format!(
+                        "saved {} with {problems} problem(s): it will not load until they are fixed",
+                        path.display()
+                    ),
+                )
+            });
             status.error = None;
             if !same && let Some(doc) = &editor.doc {
                 // Follow the new file: the hot reload watches the scene's source.
@@ -392,6 +409,36 @@ fn editor_pointer(
         if let Some(doc) = &mut ed.doc {
             doc.end_gesture();
         }
+    }
+}
+
+/// A scene loaded from the document's file while editing: when someone else changed the file
+/// (it is not the text the document last read or saved), an unchanged document reads it again;
+/// a changed one says that saving will overwrite it.
+fn follow_file(mut editor: ResMut<Editor>, active: Option<Res<ActiveScene>>) {
+    let Some(active) = active else { return };
+    let Some(doc) = &editor.doc else { return };
+    let (SceneSource::File(path), Some(own)) = (&active.source, &doc.path) else { return };
+    if path != own {
+        return;
+    }
+    let Ok(text) = crate::scene::load::read_text(path) else { return };
+    if text == doc.text() {
+        return;
+    }
+    if doc.modified() {
+        editor.message =
+            Some((false, format!("{} changed on disk; saving will overwrite it with this document", path.display())));
+        return;
+    }
+    match Document::from_text(&text, Some(path.clone())) {
+        Ok(new) => {
+            let selected = editor.selected.and_then(|s| doc.item(s)).and_then(|it| new.find(it.kind(), it.name()));
+            editor.open(new);
+            editor.selected = selected;
+            editor.message = Some((true, format!("read {} again: it changed on disk", path.display())));
+        }
+        Err(e) => editor.message = Some((false, e.to_string())),
     }
 }
 
