@@ -306,8 +306,8 @@ impl Snap {
     }
 
     /// Where an item dragged to `to` lands: a box with its lower-left corner on the grid (as
-    /// rotated by 0° or 180°; rotated boxes by their centre), a wall with its ends on the grid,
-    /// round items on cell centres or grid points.
+    /// rotated by 0° or 180°; rotated boxes by their centre), a wall with its ends and round
+    /// items on cell centres (explorer rooms) or grid points.
     pub fn position(&self, item: &Item, to: Vec2) -> Vec2 {
         if self.grid <= 0.0 {
             return to;
@@ -319,8 +319,10 @@ impl Snap {
             }
             Item::Box(_) => to.map(|x| self.line(x)),
             Item::Wall(w) => {
+                // In an explorer room a wall's ends sit on cell centres, so the wall fills whole
+                // cells, as the explorer's mental map will see it.
                 let from = v(w.from) + (to - item.position());
-                let snapped = from.map(|x| self.line(x));
+                let snapped = from.map(|x| self.centre(x));
                 to + (snapped - from)
             }
             _ => to.map(|x| self.centre(x)),
@@ -774,7 +776,7 @@ impl Document {
         let it = self.item(r)?;
         let c = it.position();
         Some(match (handle, &it) {
-            (Handle::WallEnd(end), _) => Edit::WallEnd { item: r, end, to: p.map(|x| snap.line(x)) },
+            (Handle::WallEnd(end), _) => Edit::WallEnd { item: r, end, to: p.map(|x| snap.centre(x)) },
             (Handle::Rotate, _) => {
                 let d = p - c;
                 Edit::Rotate { item: r, degrees: snap.angle(d.y.atan2(d.x).to_degrees()) }

@@ -257,6 +257,14 @@ fn snapping_puts_explorer_items_on_cell_centres_and_box_edges_on_grid_lines() {
     // A 0.6 × 0.4 box: its corner on the grid, so its centre at x = 0.3 + 0.2k, y = 0.2k.
     let p = snap.position(&table, Vec2::new(1.27, 1.13));
     assert!(p.distance(Vec2::new(1.3, 1.2)) < 1e-5, "{p}");
+    // A wall's ends on cell centres: it fills whole cells of the explorer's map.
+    let mut room = Document::new_scene();
+    let wall = room.apply(Edit::Add { kind: ItemKind::Wall, at: Vec2::new(1.5, 1.0) }, None).unwrap().unwrap();
+    let it = room.item(wall).unwrap();
+    let p = snap.position(&it, Vec2::new(1.52, 1.04));
+    room.apply(Edit::Move { item: wall, to: p }, None).unwrap();
+    let Some(Item::Wall(w)) = room.item(wall) else { panic!() };
+    assert_eq!((w.from, w.to), ((1.1, 1.1), (2.1, 1.1)));
     let plain = Document::from_text("(name: \"x\", arena: (width: 2.0, height: 2.0))", None).unwrap().snap();
     assert_eq!((plain.grid, plain.cell_centres), (0.1, false));
 }

@@ -157,7 +157,9 @@ pub fn plugin(app: &mut App) {
             .after(crate::render::ViewSystems)
             .run_if(|editor: Res<Editor>| editor.active()),
     );
-    app.add_systems(Update, (toggle_key, sync_edit_mode).chain());
+    app.add_systems(Update, toggle_key);
+    // Before the fixed loop of the frame after edit mode starts, so no step runs past step 0.
+    app.add_systems(PreUpdate, sync_edit_mode);
     app.add_systems(
         bevy_egui::EguiPrimaryContextPass,
         panel::error_labels.after(super::control_panel).run_if(|editor: Res<Editor>| editor.active()),
@@ -215,9 +217,7 @@ pub fn start_editing(editor: &mut Editor, active: &ActiveScene, pending: &mut Pe
     if let Some(doc) = editor.parked.take()
         && resolved(&doc).is_some_and(|s| s == active.scene)
     {
-        let message = editor.message.take();
         editor.open(doc);
-        editor.message = message.filter(|_| false);
         pending.request(active.scene.clone(), active.source.clone());
         return;
     }
