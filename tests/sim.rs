@@ -641,3 +641,88 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
         assert!(radio_with(n) == one, "radio on {n} threads");
     }
 }
+
+/// The scene editor's link to the world, without a window: editing starts at step 0 and
+/// pauses; a valid change rebuilds the world, an invalid one keeps the last valid world; saving
+/// writes only the changed line and goes through the hot reload; a change on disk is read again.
+#[test]
+fn the_editor_shows_its_document_in_the_world_and_saves_through_the_hot_reload() {
+    use crsim::run::hot_reload;
+    use crsim::scene::edit::{Edit, ItemKind};
+    use crsim::scene::{ActiveScene, PendingScene, SceneStatus};
+    use crsim::sim::SimClock;
+    use crsim::ui::editor::{self, Editor};
+    let dir = std::env::temp_dir().join(format!("crsim-editor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("room.ron");
+    let original = std::fs::read_to_string(scene_path("explorer.ron")).unwrap();
+    std::fs::write(&path, &original).unwrap();
+    let (scene, _) = load_scene_file(&path).unwrap();
+    let mut app = headless_app(scene, SceneSource::File(path.clone()));
+    hot_reload::plugin(&mut app);
+    editor::world_plugin(&mut app);
+    run_steps(&mut app, 30);
+    let start = |app: &mut App| {
+        app.world_mut().resource_scope(|world, mut editor: Mut<Editor>| {
+            let active = world.resource::<ActiveScene>().clone();
+            editor::start_editing(&mut editor, &active, &mut world.resource_mut::<PendingScene>());
+        });
+    };
+    start(&mut app);
+    app.update();
+    app.update();
+    assert_eq!(app.world().resource::<SimTime>().step, 0, "editing starts from step 0");
+    assert!(app.world().resource::<SimClock>().paused, "and the run pauses");
+    let generation = app.world().resource::<ActiveScene>().generation;
+    // Move the table: the world is rebuilt with it there.
+    let with_editor = |app: &mut App, f: &mut dyn FnMut(&mut Editor)| f(&mut app.world_mut().resource_mut::<Editor>());
+    with_editor(&mut app, &mut |ed| {
+        let table = ed.doc.as_ref().unwrap().find(ItemKind::Box, "table").unwrap();
+        ed.apply(Edit::Move { item: table, to: Vec2::new(2.5, 1.2) }, None);
+    });
+    app.update();
+    app.update();
+    let table = named(&mut app, "table");
+    assert!(position(&app, table).distance(Vec2::new(2.5, 1.2)) < 1e-4);
+    assert_eq!(app.world().resource::<ActiveScene>().generation, generation + 1);
+    // A robot outside the arena: an error on it, and the world keeps the last valid scene.
+    with_editor(&mut app, &mut |ed| {
+        let robot = ed.doc.as_ref().unwrap().find(ItemKind::Robot, "explorer").unwrap();
+        ed.apply(Edit::Move { item: robot, to: Vec2::new(9.0, 1.0) }, None);
+        assert!(ed.errors.iter().any(|(i, e)| *i == Some(robot) && e.message.contains("outside the arena")));
+    });
+    app.update();
+    assert_eq!(app.world().resource::<ActiveScene>().generation, generation + 1);
+    with_editor(&mut app, &mut |ed| {
+        ed.undo();
+        assert!(ed.errors.is_empty());
+    });
+    app.update();
+    // Save: only the table's line changes, and the hot reload loads the file.
+    let wait_for_poll = |app: &mut App| {
+        for _ in 0..8 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            app.update();
+        }
+    };
+    wait_for_poll(&mut app);
+    app.world_mut().resource_scope(|world, mut ed: Mut<Editor>| {
+        world.resource_scope(|world, mut status: Mut<SceneStatus>| {
+            editor::save_from_panel(&mut ed, &mut status, &mut world.resource_mut::<PendingScene>());
+        });
+        assert_eq!(ed.message.as_ref().map(|m| m.1.clone()), Some(format!("saved {}", path.display())));
+    });
+    let saved = std::fs::read_to_string(&path).unwrap();
+    let changed: Vec<&str> = saved.lines().filter(|l| !original.lines().any(|o| o == *l)).collect();
+    assert_eq!(changed, ["        (name: \"table\", center: (2.5, 1.2), size: (0.6, 0.4)),"]);
+    wait_for_poll(&mut app);
+    assert!(app.world().resource::<SceneStatus>().error.is_none());
+    assert_eq!(app.world().resource::<ActiveScene>().scene.boxes[0].center, (2.5, 1.2));
+    // Someone else edits the file: the unchanged document reads it again.
+    std::fs::write(&path, saved.replace("center: (3.2, 0.9)", "center: (3.2, 1.3)")).unwrap();
+    wait_for_poll(&mut app);
+    let ed = app.world().resource::<Editor>();
+    assert_eq!(ed.doc.as_ref().unwrap().scene.boxes[2].center, (3.2, 1.3));
+    assert!(ed.message.as_ref().is_some_and(|m| m.1.contains("changed on disk")), "{:?}", ed.message);
+    let _ = std::fs::remove_dir_all(&dir);
+}

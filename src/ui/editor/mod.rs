@@ -144,25 +144,34 @@ impl Editor {
 }
 
 pub fn plugin(app: &mut App) {
-    app.init_resource::<Editor>().add_systems(
+    world_plugin(app);
+    app.add_systems(
         Update,
-        (
-            editor_keys,
-            editor_pointer,
-            follow_file.run_if(on_message::<crate::scene::SceneLoaded>),
-            show_in_world,
-            draw::draw_document,
-        )
+        (editor_keys, editor_pointer, draw::draw_document)
             .chain()
             .after(crate::render::ViewSystems)
+            .before(show_in_world)
             .run_if(|editor: Res<Editor>| editor.active()),
     );
-    app.add_systems(Update, toggle_key);
-    // Before the fixed loop of the frame after edit mode starts, so no step runs past step 0.
-    app.add_systems(PreUpdate, sync_edit_mode);
+    app.add_systems(Update, toggle_key.before(show_in_world));
     app.add_systems(
         bevy_egui::EguiPrimaryContextPass,
         panel::error_labels.after(super::control_panel).run_if(|editor: Res<Editor>| editor.active()),
+    );
+}
+
+/// The editor's link to the simulation, which needs no window: the run pauses while editing,
+/// the world is rebuilt from a valid document after each change, and a file changed on disk is
+/// read again. Headless tests use it alone.
+pub fn world_plugin(app: &mut App) {
+    app.init_resource::<Editor>().init_resource::<EditMode>();
+    // Before the fixed loop of the frame after edit mode starts, so no step runs past step 0.
+    app.add_systems(PreUpdate, sync_edit_mode);
+    app.add_systems(
+        Update,
+        (follow_file.run_if(on_message::<crate::scene::SceneLoaded>), show_in_world)
+            .chain()
+            .run_if(|editor: Res<Editor>| editor.active()),
     );
 }
 
@@ -444,13 +453,15 @@ fn follow_file(mut editor: ResMut<Editor>, active: Option<Res<ActiveScene>>) {
 
 /// Rebuilds the world from the document after a change, once the pointer lets go, when the
 /// document is valid (an invalid one keeps the last valid world; its errors are on the items).
-fn show_in_world(
-    buttons: Res<ButtonInput<MouseButton>>,
+pub fn show_in_world(
+    buttons: Option<Res<ButtonInput<MouseButton>>>,
     mut editor: ResMut<Editor>,
     active: Option<Res<ActiveScene>>,
     mut pending: ResMut<PendingScene>,
 ) {
-    if !editor.dirty || buttons.pressed(MouseButton::Left) || !editor.errors.is_empty() {
+    // No mouse (headless) is a mouse not pressed.
+    let dragging = buttons.is_some_and(|b| b.pressed(MouseButton::Left));
+    if !editor.dirty || dragging || !editor.errors.is_empty() {
         return;
     }
     editor.dirty = false;
