@@ -346,6 +346,20 @@ fn after_saving_later_saves_edit_the_saved_text() {
     assert_eq!((added.len(), removed.len()), (1, 1), "{added:?} {removed:?}");
 }
 
+#[test]
+fn windows_line_endings_and_ron_attributes_are_kept() {
+    let text = scene_text("pens.ron").replace('\n', "\r\n");
+    let text = format!("#![enable(implicit_some)]\r\n{text}");
+    let mut doc = Document::from_text(&text, None).unwrap();
+    assert_eq!(doc.save_text().unwrap(), text);
+    doc.apply(Edit::Add { kind: ItemKind::Pen, at: Vec2::new(2.0, 1.0) }, None).unwrap();
+    doc.apply(Edit::Delete { item: doc.find(ItemKind::Pen, "pen1").unwrap() }, None).unwrap();
+    let out = saved(&doc);
+    assert!(out.starts_with("#![enable(implicit_some)]\r\n// The pen-collecting task"));
+    assert!(!out.replace("\r\n", "").contains('\n'), "every line ends in CRLF");
+    assert!(out.contains("        (name: \"pen9\", pos: (2.0, 1.0)),\r\n    ],"), "{out}");
+}
+
 mod fuzz {
     use proptest::prelude::*;
 

@@ -367,9 +367,15 @@ impl Edits {
         self.0.sort_by_key(|(r, _)| (r.start, r.end));
         let mut out = String::with_capacity(text.len() + 256);
         let mut at = 0;
+        // New lines end as the file's lines do.
+        let crlf = text.contains("\r\n");
         for (r, t) in self.0 {
             out.push_str(&text[at..r.start.max(at)]);
-            out.push_str(&t);
+            if crlf {
+                out.push_str(&t.replace('\n', "\r\n"));
+            } else {
+                out.push_str(&t);
+            }
             at = at.max(r.end);
         }
         out.push_str(&text[at..]);
