@@ -133,7 +133,6 @@ struct Expect {
     answers: HashMap<u32, u32>,
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) fn exchange(
     mut commands: Commands,
     time: Res<SimTime>,

@@ -127,7 +127,8 @@ pub struct DiscImage(pub Handle<Image>);
 pub fn plugin(app: &mut App) {
     app.init_resource::<ViewOptions>()
         .init_resource::<Trails>()
-        .add_systems(Startup, (make_disc, size_window_to_screen))
+        .add_systems(Startup, make_disc)
+        // The screen is known a frame or two after start: look for it in the first frames only.
         .add_systems(
             Update,
             size_window_to_screen.run_if(|mut tries: Local<u32>| {
@@ -140,7 +141,8 @@ pub fn plugin(app: &mut App) {
             (
                 spawn_discs.run_if(on_message::<SceneLoaded>),
                 follow_robots,
-                apply_theme.run_if(resource_changed::<ViewOptions>.or_eager(on_message::<SceneLoaded>)),
+                // A new scene's sprites are made in the theme's colours already.
+                apply_theme.run_if(resource_changed::<ViewOptions>),
                 record_trails,
                 draw_trails,
             )

@@ -170,6 +170,14 @@ fn value(s: &[u8], i: usize) -> Result<Range<usize>, TextError> {
     }
 }
 
+/// One entry of a struct or list from `at`: its value's span and, when a comma follows, the
+/// position just after it.
+fn entry(s: &[u8], at: usize) -> Result<(Range<usize>, Option<usize>), TextError> {
+    let v = value(s, at)?;
+    let (t, _, after) = token(s, v.end)?;
+    Ok((v, (t == Tok::Comma).then_some(after)))
+}
+
 /// A struct as written: `Name(field: value, …)` or `(field: value, …)`.
 #[derive(Debug)]
 struct StructSpans {
@@ -231,9 +239,7 @@ fn struct_at(s: &[u8], span: Range<usize>) -> Result<Option<StructSpans>, TextEr
         if t2 != Tok::Colon {
             return Ok(None);
         }
-        let v = value(s, colon_end)?;
-        let (t3, _, after) = token(s, v.end)?;
-        let comma = (t3 == Tok::Comma).then_some(after);
+        let (v, comma) = entry(s, colon_end)?;
         let name = String::from_utf8_lossy(&s[ts..te]).into_owned();
         fields.push(FieldSpans { name, start: ts, value: v.clone(), comma });
         i = comma.unwrap_or(v.end);
@@ -271,9 +277,7 @@ fn list_at(s: &[u8], span: Range<usize>) -> Result<Option<ListSpans>, TextError>
         if ts >= close {
             break;
         }
-        let v = value(s, ts)?;
-        let (t3, _, after) = token(s, v.end)?;
-        let comma = (t3 == Tok::Comma).then_some(after);
+        let (v, comma) = entry(s, ts)?;
         items.push((v.clone(), comma));
         match comma {
             Some(c) => i = c,
@@ -285,8 +289,7 @@ fn list_at(s: &[u8], span: Range<usize>) -> Result<Option<ListSpans>, TextError>
 
 /// The whole text's top-level value: its span.
 fn top_value(s: &[u8]) -> Result<Range<usize>, TextError> {
-    let v = value(s, 0)?;
-    Ok(v)
+    value(s, 0)
 }
 
 /// Compact RON as people write it: a space after every comma and colon outside strings.
