@@ -1141,6 +1141,10 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
         println!("deliveries: {}", r.deliveries);
         println!("deliveries_per_s: {:.0}", r.deliveries_per_s);
     }
+    // Where a step's wall time went (all threads' work inside each stage).
+    for (stage, ms) in r.stages.per_step_ms() {
+        println!("stage_ms_{stage}: {ms:.3}");
+    }
     let b = r.botlink;
     if b.rounds > 0 {
         // The bot manager's exchange of each update-all round step, on one core.

@@ -134,6 +134,18 @@ fn bench_reports_robot_steps_per_second() {
     let line = stdout.lines().find(|l| l.starts_with("robot_steps_per_s: ")).expect("rate line");
     let rate: f64 = line["robot_steps_per_s: ".len()..].trim().parse().unwrap();
     assert!(rate > 0.0);
+    // Where the time went: every stage of the step, within the run's wall time.
+    let stages: Vec<f64> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("stage_ms_"))
+        .map(|l| l.split_once(": ").expect("stage: ms").1.parse().unwrap())
+        .collect();
+    assert_eq!(stages.len(), crsim::sim::stages::STAGES.len(), "{stdout}");
+    let wall_ms: f64 =
+        stdout.lines().find_map(|l| l.strip_prefix("wall_time_s: ")).unwrap().parse::<f64>().unwrap() * 1e3;
+    let per_step: f64 = stages.iter().sum();
+    assert!(stages.iter().all(|&ms| ms >= 0.0) && per_step > 0.0, "{stdout}");
+    assert!(per_step * 20.0 <= wall_ms + 0.5, "{per_step} ms a step over 20 steps in {wall_ms} ms");
     let out = crsim(&["bench", "--robots", "50", "--steps", "10", "--comms"]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);

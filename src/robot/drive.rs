@@ -6,8 +6,8 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
 use super::{DriveCommand, Odometry, PoseCache, ReportedPose, Robot};
-use crate::sim::SimTime;
-use crate::world::Station;
+use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::world::{Seeable, SpatialIndex, Station};
 
 /// The command the drive actually applied this step, after limits.
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
@@ -70,45 +70,86 @@ pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDriv
 }
 
 pub(super) fn apply_drive(
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<
         (&Robot, &Transform, &PoseCache, &DriveCommand, &Battery, &mut AppliedDrive, &mut Velocity),
         Without<ReportedPose>,
     >,
 ) {
-    for (robot, transform, cache, cmd, battery, mut applied, mut velocity) in &mut robots {
-        let a = limit(*cmd, robot, battery);
-        let (_, facing) = cache.facing(transform);
-        *applied = a;
-        velocity.linear = facing * a.linear;
-        velocity.angular = a.angular;
-    }
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, item| {
+            let (robot, transform, cache, cmd, battery, mut applied, mut velocity) = item;
+            let a = limit(*cmd, robot, battery);
+            let (_, facing) = cache.facing(transform);
+            *applied = a;
+            // Unchanged (a robot driving straight and free), the body is left alone: rapier then
+            // has nothing to take from it before the step.
+            let v = Velocity { linear: facing * a.linear, angular: a.angular };
+            if *velocity != v {
+                *velocity = v;
+            }
+        },
+    );
 }
+
+/// How much closer than touching a charging pad must be in the spatial index before rapier is
+/// asked whether the robot overlaps it, metres: the index holds the pads and robots where the
+/// last physics step left them, as rapier's overlaps do, so this only absorbs rounding.
+const PAD_MARGIN: f32 = 0.05;
 
 pub(super) fn update_battery(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
+    index: Res<SpatialIndex>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     stations: Query<&Station>,
-    mut robots: Query<(Entity, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
+    mut robots: Query<(Entity, &Robot, &Transform, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    for (entity, applied, mut battery) in &mut robots {
-        // Overlaps with station sensors as of the last physics step.
-        let rate: f32 = ctx
-            .intersection_pairs_with(entity)
-            .filter(|(_, _, touching)| *touching)
-            .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
-            .map(|s| s.rate)
-            .fold(0.0, f32::max);
-        battery.step(time.dt, applied.linear, applied.angular, rate);
-    }
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, (entity, robot, transform, applied, mut battery)| {
+            let mut near_pad = false;
+            index.discs_touching(transform.translation.truncate(), robot.radius + PAD_MARGIN, |d| {
+                near_pad |= d.kind == Some(Seeable::Station);
+            });
+            // Overlaps with station sensors as of the last physics step.
+            let rate: f32 = if near_pad {
+                ctx.intersection_pairs_with(entity)
+                    .filter(|(_, _, touching)| *touching)
+                    .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
+                    .map(|s| s.rate)
+                    .fold(0.0, f32::max)
+            } else {
+                0.0
+            };
+            battery.step(time.dt, applied.linear, applied.angular, rate);
+        },
+    );
 }
 
-pub(super) fn update_odometry(mut robots: Query<(&Transform, &mut Odometry), With<Robot>>) {
-    for (transform, mut odo) in &mut robots {
-        let p = transform.translation.truncate();
-        odo.distance += p.distance(odo.last);
-        odo.last = p;
-    }
+pub(super) fn update_odometry(
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
+    mut robots: Query<(&Transform, &mut Odometry), With<Robot>>,
+) {
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, (transform, mut odo)| {
+            let p = transform.translation.truncate();
+            odo.distance += p.distance(odo.last);
+            odo.last = p;
+        },
+    );
 }
 
 #[cfg(test)]

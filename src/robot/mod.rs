@@ -10,7 +10,7 @@ use bevy_rapier2d::prelude::*;
 
 use crate::scene::SceneEntity;
 use crate::scene::schema::RobotSpec;
-use crate::sim::{ActSystems, SenseSystems, SimSystems};
+use crate::sim::{ActSystems, Passes, RobotOrder, SenseSystems, SimSystems};
 use crate::world::{DiscRadius, PendingPhysics, Seeable, groups, transform2d};
 
 mod drive;
@@ -120,10 +120,12 @@ impl PoseCache {
 }
 
 /// Fills every moved robot's [`PoseCache`] before the sensors read it.
-fn refresh_pose_cache(mut robots: Query<(&Transform, &mut PoseCache), Changed<Transform>>) {
-    for (t, mut cache) in &mut robots {
-        *cache = PoseCache::of(t);
-    }
+fn refresh_pose_cache(
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
+    mut robots: Query<(&Transform, &mut PoseCache), Changed<Transform>>,
+) {
+    passes.each_mut(order.0.len(), &mut robots, || (), |_, (t, mut cache)| *cache = PoseCache::of(t));
 }
 
 /// Wraps an angle to (-π, π].

@@ -13,10 +13,9 @@ use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
 use super::{Battery, Gripper, Odometry, PoseCache, Robot, pose, wrap_angle};
-use crate::sim::{PASS_CHUNK, Passes, RobotOrder, SimTime};
+use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::world::spatial::{groups_match, seeable_groups};
 use crate::world::{Seeable, SpatialIndex, groups};
-use bevy::ecs::batching::BatchingStrategy;
 
 /// Bodies closer than this touch, metres.
 pub const TOUCH: f32 = 0.001;
@@ -142,15 +141,7 @@ pub(super) fn sense_bump(
         }
     };
     // Each robot writes only its own sensor: the same in any order, on any thread.
-    if passes.parallel(order.0.len()) {
-        robots
-            .par_iter_mut()
-            .batching_strategy(BatchingStrategy::fixed(PASS_CHUNK))
-            .for_each_init(|| (Vec::new(), Vec::new()), touch);
-    } else {
-        let mut scratch = (Vec::new(), Vec::new());
-        robots.iter_mut().for_each(|item| touch(&mut scratch, item));
-    }
+    passes.each_mut(order.0.len(), &mut robots, || (Vec::new(), Vec::new()), touch);
     // Events in robot order, whatever ran where.
     for &e in &order.0 {
         if let Ok((_, _, _, _, bump, _)) = robots.get(e)
@@ -215,12 +206,7 @@ pub(super) fn sense_camera(
         }
     };
     // Each robot writes only its own picture: the same in any order, on any thread.
-    if passes.parallel(order.0.len()) {
-        robots.par_iter_mut().batching_strategy(BatchingStrategy::fixed(PASS_CHUNK)).for_each_init(Vec::new, look);
-    } else {
-        let mut blocks = Vec::new();
-        robots.iter_mut().for_each(|item| look(&mut blocks, item));
-    }
+    passes.each_mut(order.0.len(), &mut robots, Vec::new, look);
 }
 
 type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
@@ -295,32 +281,48 @@ fn camera_picture(
 
 pub(super) fn sense_grip(
     index: Res<SpatialIndex>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<(&Robot, &Transform, &PoseCache, &Gripper, &mut GripSensor)>,
 ) {
-    for (robot, transform, cache, gripper, mut sensor) in &mut robots {
-        let front = front_point(transform, cache, robot);
-        let mut best: Option<(f32, Entity)> = None;
-        // Free pens only: held and boxed pens are out of the physics world and the index.
-        index.discs_touching(front, gripper.reach, |d| {
-            if d.kind == Some(Seeable::Pen) {
-                let dist = d.pos.distance(front) - d.radius;
-                if dist <= gripper.reach && best.is_none_or(|b| (dist, d.entity) < b) {
-                    best = Some((dist, d.entity));
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, (robot, transform, cache, gripper, mut sensor)| {
+            let front = front_point(transform, cache, robot);
+            let mut best: Option<(f32, Entity)> = None;
+            // Free pens only: held and boxed pens are out of the physics world and the index.
+            index.discs_touching(front, gripper.reach, |d| {
+                if d.kind == Some(Seeable::Pen) {
+                    let dist = d.pos.distance(front) - d.radius;
+                    if dist <= gripper.reach && best.is_none_or(|b| (dist, d.entity) < b) {
+                        best = Some((dist, d.entity));
+                    }
                 }
+            });
+            let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
+            if *sensor != reading {
+                *sensor = reading;
             }
-        });
-        let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
-        if *sensor != reading {
-            *sensor = reading;
-        }
-    }
+        },
+    );
 }
 
-pub(super) fn sense_power(mut robots: Query<(&Battery, &mut PowerSensor)>) {
-    for (battery, mut sensor) in &mut robots {
-        let reading = PowerSensor { level: battery.level(), charging: battery.charging };
-        if *sensor != reading {
-            *sensor = reading;
-        }
-    }
+pub(super) fn sense_power(
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
+    mut robots: Query<(&Battery, &mut PowerSensor)>,
+) {
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, (battery, mut sensor)| {
+            let reading = PowerSensor { level: battery.level(), charging: battery.charging };
+            if *sensor != reading {
+                *sensor = reading;
+            }
+        },
+    );
 }

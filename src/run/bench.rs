@@ -14,6 +14,7 @@ use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
 use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, RobotSpec, SceneFile, StationSpec};
 use crate::sim::ThinkSystems;
+use crate::sim::stages::StageTimes;
 
 /// The benchmark arena for `robots` robots: a square grid, one robot per cell of 1 m, a pen at
 /// every fourth cell corner, random headings from `seed`. With `network`, the robots are
@@ -54,6 +55,8 @@ pub struct BenchResult {
     pub deliveries_per_s: f64,
     /// The bot manager's exchanges in round steps (wall clock, on one core).
     pub botlink: RoundTiming,
+    /// Wall time of each stage of the step.
+    pub stages: StageTimes,
 }
 
 /// Radio range of the benchmark robots with `--comms`, metres: about a dozen neighbours each.
@@ -107,6 +110,7 @@ pub fn run_bench_with(
     if comms {
         app.add_systems(FixedUpdate, chatter.in_set(ThinkSystems::Receive));
     }
+    crate::sim::stages::plugin(&mut app);
     let start = Instant::now();
     run_in_chunks(&mut app, steps, 10, &mut progress);
     // A recording is part of the run: its last chunk is written within the time.
@@ -122,6 +126,7 @@ pub fn run_bench_with(
         deliveries,
         deliveries_per_s: deliveries as f64 / wall,
         botlink,
+        stages: *app.world().resource::<StageTimes>(),
     }
 }
 

@@ -13,6 +13,7 @@ use bevy_rapier2d::plugin::systems::{
 use bevy_rapier2d::prelude::*;
 use bevy_rapier2d::rapier::math::Pose;
 
+use crate::sim::{Passes, RobotOrder};
 use crate::world::PendingPhysics;
 
 pub(super) fn plugin(app: &mut App) {
@@ -51,6 +52,18 @@ pub(super) fn plugin(app: &mut App) {
             app.remove_systems_in_set(FixedUpdate, writeback_rigid_bodies, ScheduleCleanupPolicy::RemoveSystemsOnly),
             "writeback",
         ),
+        // bevy_rapier re-derives every collider's scale from its `GlobalTransform` whenever that
+        // changes: a matrix decomposition per moving body per step. crsim's bodies keep scale 1
+        // (the world is rebuilt when an item is resized), so the scale is applied when a collider
+        // or its `ColliderScale` changes.
+        (
+            app.remove_systems_in_set(
+                FixedUpdate,
+                bevy_rapier2d::plugin::systems::apply_scale,
+                ScheduleCleanupPolicy::RemoveSystemsOnly,
+            ),
+            "scale",
+        ),
     ] {
         debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
     }
@@ -60,6 +73,11 @@ pub(super) fn plugin(app: &mut App) {
     app.add_systems(
         FixedUpdate,
         (
+            apply_collider_scale
+                .in_set(RapierBevyComponentApply)
+                .after(bevy_rapier2d::plugin::RapierTransformPropagateSet)
+                .after(bevy_rapier2d::plugin::systems::init_colliders)
+                .before(bevy_rapier2d::plugin::systems::apply_collider_user_changes),
             push_body_changes.in_set(RapierBevyComponentApply).after(apply_initial_rigid_body_impulses),
             write_bodies_back.in_set(PhysicsSet::Writeback),
         ),
@@ -138,42 +156,74 @@ fn push_body_changes(
     }
 }
 
+/// bevy_rapier's `apply_scale` for colliders whose shape or `ColliderScale` changed (a new
+/// collider counts): the scale from the `GlobalTransform`, snapped as bevy_rapier snaps it.
+#[allow(clippy::type_complexity)]
+fn apply_collider_scale(
+    config: Query<&RapierConfiguration>,
+    mut colliders: Query<
+        (&mut Collider, &RapierContextEntityLink, &GlobalTransform, Option<&ColliderScale>),
+        Or<(Changed<Collider>, Changed<ColliderScale>)>,
+    >,
+) {
+    for (mut shape, link, transform, custom) in &mut colliders {
+        let Ok(config) = config.get(link.0) else { continue };
+        let scale = match custom {
+            Some(ColliderScale::Absolute(scale)) => *scale,
+            Some(ColliderScale::Relative(scale)) => *scale * transform.compute_transform().scale.xy(),
+            None => transform.compute_transform().scale.xy(),
+        };
+        if shape.scale() != bevy_rapier2d::geometry::get_snapped_scale(scale) {
+            shape.set_scale(scale, config.scaled_shape_subdivision);
+        }
+    }
+}
+
 /// Rapier → Bevy after each step, as bevy_rapier's `writeback_rigid_bodies` does for bodies
 /// without a parent and without interpolation (crsim's): the pose into `Transform` (keeping its
 /// z and scale) and into [`WrittenPose`], the velocity and sleeping state where they changed.
 #[allow(clippy::type_complexity)]
 fn write_bodies_back(
     sets: Query<&RapierRigidBodySet>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut bodies: Query<
         Body<(&mut Transform, &mut WrittenPose, Option<&mut Velocity>, Option<&mut Sleeping>)>,
         (With<RigidBody>, Without<RigidBodyDisabled>),
     >,
 ) {
-    for (handle, link, (mut transform, mut written, velocity, sleeping)) in &mut bodies {
-        let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { continue };
-        let pose = rb.position();
-        let rotation = Quat::from_rotation_z(pose.rotation.angle());
-        let translation = pose.translation.extend(transform.translation.z);
-        if transform.rotation != rotation || transform.translation != translation {
-            transform.rotation = rotation;
-            transform.translation = translation;
-        }
-        let now = GlobalTransform::from(Transform { translation, rotation, scale: transform.scale });
-        if written.0 != now {
-            written.0 = now;
-        }
-        if let Some(mut velocity) = velocity {
-            let v = Velocity { linear: rb.linvel(), angular: rb.angvel() };
-            if *velocity != v {
-                *velocity = v;
+    // Each body writes only its own components: the same on any thread.
+    passes.each_mut(
+        order.0.len(),
+        &mut bodies,
+        || (),
+        |_, item| {
+            let (handle, link, (mut transform, mut written, velocity, sleeping)) = item;
+            let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { return };
+            let pose = rb.position();
+            let rotation = Quat::from_rotation_z(pose.rotation.angle());
+            let translation = pose.translation.extend(transform.translation.z);
+            if transform.rotation != rotation || transform.translation != translation {
+                transform.rotation = rotation;
+                transform.translation = translation;
             }
-        }
-        if let Some(mut sleeping) = sleeping
-            && sleeping.sleeping != rb.is_sleeping()
-        {
-            sleeping.sleeping = rb.is_sleeping();
-        }
-    }
+            let now = GlobalTransform::from(Transform { translation, rotation, scale: transform.scale });
+            if written.0 != now {
+                written.0 = now;
+            }
+            if let Some(mut velocity) = velocity {
+                let v = Velocity { linear: rb.linvel(), angular: rb.angvel() };
+                if *velocity != v {
+                    *velocity = v;
+                }
+            }
+            if let Some(mut sleeping) = sleeping
+                && sleeping.sleeping != rb.is_sleeping()
+            {
+                sleeping.sleeping = rb.is_sleeping();
+            }
+        },
+    );
 }
 
 /// A fresh physics context for a scene with step `dt` and `substeps`: rapier's internal arenas

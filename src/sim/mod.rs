@@ -7,6 +7,8 @@
 //! stages. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`. The step itself never
 //! looks at the wall clock.
 
+use bevy::ecs::batching::BatchingStrategy;
+use bevy::ecs::query::{IterQueryData, QueryFilter, QueryItem};
 use bevy::ecs::schedule::{ScheduleLabel, SingleThreadedExecutor};
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::PhysicsSet;
@@ -16,6 +18,7 @@ pub mod hash;
 pub mod order;
 pub mod report;
 pub mod rng;
+pub mod stages;
 
 pub use clock::{ClockMode, SimClock, Speed, StepGate};
 pub use hash::TrajectoryHash;
@@ -134,6 +137,24 @@ impl Passes {
     /// Whether a pass over `robots` robots runs in parallel (a single chunk never does).
     pub fn parallel(&self, robots: usize) -> bool {
         self.threads > 1 && robots > PASS_CHUNK
+    }
+
+    /// Runs `f` on every item of `query` with scratch space from `init`: in fixed chunks of
+    /// [`PASS_CHUNK`] on the compute pool when a scene of `robots` robots makes it worth it, else
+    /// in turn. Each item must be all `f` writes, so the result is the same either way.
+    pub fn each_mut<'q, 's, D: IterQueryData, F: QueryFilter, T>(
+        &self,
+        robots: usize,
+        query: &'q mut Query<'_, 's, D, F>,
+        init: impl Fn() -> T + Send + Sync + Clone,
+        f: impl Fn(&mut T, QueryItem<'q, 's, D>) + Send + Sync + Clone,
+    ) {
+        if self.parallel(robots) {
+            query.par_iter_mut().batching_strategy(BatchingStrategy::fixed(PASS_CHUNK)).for_each_init(init, f);
+        } else {
+            let mut scratch = init();
+            query.iter_mut().for_each(|item| f(&mut scratch, item));
+        }
     }
 }
 

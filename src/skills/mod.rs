@@ -21,7 +21,7 @@ pub use crate::botlink::EmergencyStop;
 use crate::botlink::packet::Command;
 use crate::botlink::{LinkChanged, LinkState, Outbox};
 use crate::robot::{BumpSensor, PoseCache, Robot};
-use crate::sim::{ActSystems, SimTime};
+use crate::sim::{ActSystems, Passes, RobotOrder, SimTime};
 
 /// The executor period of the original: 20 ms.
 pub const EXECUTOR_PERIOD: f32 = 0.02;
@@ -72,8 +72,12 @@ pub(super) fn plugin(app: &mut App) {
 
 /// Every robot gets its skill slots when it is added.
 fn attach_skills(add: On<Add, Robot>, mut commands: Commands) {
-    commands.entity(add.entity).insert((SkillRequest::default(), Executor::default()));
+    commands.entity(add.entity).insert((SkillRequest::default(), Executor::default(), SkillNotes::default()));
 }
+
+/// What a robot's executor reported this step, announced after the pass.
+#[derive(Component, Debug, Default)]
+struct SkillNotes(Vec<SkillNote>);
 
 /// A link that leaves online (the watchdog, a disconnect) ends the robot's skills, so nothing
 /// drives it until its controller is back.
@@ -109,50 +113,63 @@ fn run_executors(
     mut commands: Commands,
     time: Res<SimTime>,
     estop: Res<EmergencyStop>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut was_engaged: Local<bool>,
     mut robots: Query<(
         Entity,
         &Robot,
         (&Transform, &PoseCache),
         &BumpSensor,
-        &mut SkillRequest,
-        &mut Executor,
-        &mut Outbox,
+        (&mut SkillRequest, &mut Executor, &mut Outbox, &mut SkillNotes),
     )>,
     positions: Query<&Transform>,
 ) {
-    let mut notes = Vec::new();
-    for (entity, robot, (transform, cache), bump, mut request, mut executor, mut outbox) in &mut robots {
-        let (position, heading) = cache.pose(transform);
-        let target = |skill: Option<&dyn Skill>| {
-            skill.and_then(|s| s.target()).and_then(|t| positions.get(t).ok()).map(|t| t.translation.truncate())
-        };
-        let mut ctx = SkillContext {
-            position,
-            heading,
-            max_speed: robot.max_speed,
-            max_turn: robot.max_turn,
-            period: executor.0.period,
-            target: None,
-            bumped: bump.bumped,
-        };
-        let out = &mut outbox.commands;
-        if estop.engaged {
-            request.0 = None;
-            if !*was_engaged {
-                executor.0.clear(&ctx, out, &mut notes);
-                out.push(Command::Move { linear: 0.0, angular: 0.0 });
-                out.push(Command::Grip { close: false });
+    let (estop, was_engaged_before) = (estop.engaged, *was_engaged);
+    // Each robot writes only its own request, executor, outbox and notes: the same on any thread.
+    passes.each_mut(
+        order.0.len(),
+        &mut robots,
+        || (),
+        |_, item| {
+            let (_, robot, (transform, cache), bump, (mut request, mut executor, mut outbox, mut notes)) = item;
+            let (position, heading) = cache.pose(transform);
+            let target = |skill: Option<&dyn Skill>| {
+                skill.and_then(|s| s.target()).and_then(|t| positions.get(t).ok()).map(|t| t.translation.truncate())
+            };
+            let mut ctx = SkillContext {
+                position,
+                heading,
+                max_speed: robot.max_speed,
+                max_turn: robot.max_turn,
+                period: executor.0.period,
+                target: None,
+                bumped: bump.bumped,
+            };
+            let out = &mut outbox.commands;
+            let notes = &mut notes.0;
+            if estop {
+                request.0 = None;
+                if !was_engaged_before {
+                    executor.0.clear(&ctx, out, notes);
+                    out.push(Command::Move { linear: 0.0, angular: 0.0 });
+                    out.push(Command::Grip { close: false });
+                }
+            } else {
+                if let Some(facade) = request.0.take() {
+                    ctx.target = target(facade.get(SkillGroup::Move));
+                    executor.0.assign_facade(facade, &ctx, out, notes);
+                }
+                ctx.target = target(executor.0.running(SkillGroup::Move));
+                executor.0.advance(time.dt, &ctx, out, notes);
             }
-        } else {
-            if let Some(facade) = request.0.take() {
-                ctx.target = target(facade.get(SkillGroup::Move));
-                executor.0.assign_facade(facade, &ctx, out, &mut notes);
-            }
-            ctx.target = target(executor.0.running(SkillGroup::Move));
-            executor.0.advance(time.dt, &ctx, out, &mut notes);
+        },
+    );
+    // Announced in the query's order, as when the robots ran in turn.
+    for (entity, _, _, _, (_, _, _, mut notes)) in &mut robots {
+        if !notes.0.is_empty() {
+            announce(&mut commands, entity, notes.0.drain(..));
         }
-        announce(&mut commands, entity, notes.drain(..));
     }
-    *was_engaged = estop.engaged;
+    *was_engaged = estop;
 }
