@@ -77,23 +77,18 @@ pub(super) fn apply_drive(
         Without<ReportedPose>,
     >,
 ) {
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, item| {
-            let (robot, transform, cache, cmd, battery, mut applied, mut velocity) = item;
-            let a = limit(*cmd, robot, battery);
-            let (_, facing) = cache.facing(transform);
-            *applied = a;
-            // Unchanged (a robot driving straight and free), the body is left alone: rapier then
-            // has nothing to take from it before the step.
-            let v = Velocity { linear: facing * a.linear, angular: a.angular };
-            if *velocity != v {
-                *velocity = v;
-            }
-        },
-    );
+    passes.each_mut(order.0.len(), &mut robots, |item| {
+        let (robot, transform, cache, cmd, battery, mut applied, mut velocity) = item;
+        let a = limit(*cmd, robot, battery);
+        let (_, facing) = cache.facing(transform);
+        *applied = a;
+        // Unchanged (a robot driving straight and free), the body is left alone: rapier then
+        // has nothing to take from it before the step.
+        let v = Velocity { linear: facing * a.linear, angular: a.angular };
+        if *velocity != v {
+            *velocity = v;
+        }
+    });
 }
 
 /// How much closer than touching a charging pad must be in the spatial index before rapier is
@@ -111,28 +106,23 @@ pub(super) fn update_battery(
     mut robots: Query<(Entity, &Robot, &Transform, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, (entity, robot, transform, applied, mut battery)| {
-            let mut near_pad = false;
-            index.discs_touching(transform.translation.truncate(), robot.radius + PAD_MARGIN, |d| {
-                near_pad |= d.kind == Some(Seeable::Station);
-            });
-            // Overlaps with station sensors as of the last physics step.
-            let rate: f32 = if near_pad {
-                ctx.intersection_pairs_with(entity)
-                    .filter(|(_, _, touching)| *touching)
-                    .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
-                    .map(|s| s.rate)
-                    .fold(0.0, f32::max)
-            } else {
-                0.0
-            };
-            battery.step(time.dt, applied.linear, applied.angular, rate);
-        },
-    );
+    passes.each_mut(order.0.len(), &mut robots, |(entity, robot, transform, applied, mut battery)| {
+        let mut near_pad = false;
+        index.discs_touching(transform.translation.truncate(), robot.radius + PAD_MARGIN, |d| {
+            near_pad |= d.kind == Some(Seeable::Station);
+        });
+        // Overlaps with station sensors as of the last physics step.
+        let rate: f32 = if near_pad {
+            ctx.intersection_pairs_with(entity)
+                .filter(|(_, _, touching)| *touching)
+                .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
+                .map(|s| s.rate)
+                .fold(0.0, f32::max)
+        } else {
+            0.0
+        };
+        battery.step(time.dt, applied.linear, applied.angular, rate);
+    });
 }
 
 pub(super) fn update_odometry(
@@ -140,16 +130,11 @@ pub(super) fn update_odometry(
     order: Res<RobotOrder>,
     mut robots: Query<(&Transform, &mut Odometry), With<Robot>>,
 ) {
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, (transform, mut odo)| {
-            let p = transform.translation.truncate();
-            odo.distance += p.distance(odo.last);
-            odo.last = p;
-        },
-    );
+    passes.each_mut(order.0.len(), &mut robots, |(transform, mut odo)| {
+        let p = transform.translation.truncate();
+        odo.distance += p.distance(odo.last);
+        odo.last = p;
+    });
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ fn refresh_pose_cache(
     order: Res<RobotOrder>,
     mut robots: Query<(&Transform, &mut PoseCache), Changed<Transform>>,
 ) {
-    passes.each_mut(order.0.len(), &mut robots, || (), |_, (t, mut cache)| *cache = PoseCache::of(t));
+    passes.each_mut(order.0.len(), &mut robots, |(t, mut cache)| *cache = PoseCache::of(t));
 }
 
 /// Wraps an angle to (-π, π].

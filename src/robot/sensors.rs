@@ -141,7 +141,7 @@ pub(super) fn sense_bump(
         }
     };
     // Each robot writes only its own sensor: the same in any order, on any thread.
-    passes.each_mut(order.0.len(), &mut robots, || (Vec::new(), Vec::new()), touch);
+    passes.each_mut_with(order.0.len(), &mut robots, || (Vec::new(), Vec::new()), touch);
     // Events in robot order, whatever ran where.
     for &e in &order.0 {
         if let Ok((_, _, _, _, bump, _)) = robots.get(e)
@@ -206,7 +206,7 @@ pub(super) fn sense_camera(
         }
     };
     // Each robot writes only its own picture: the same in any order, on any thread.
-    passes.each_mut(order.0.len(), &mut robots, Vec::new, look);
+    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, look);
 }
 
 type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
@@ -285,28 +285,23 @@ pub(super) fn sense_grip(
     order: Res<RobotOrder>,
     mut robots: Query<(&Robot, &Transform, &PoseCache, &Gripper, &mut GripSensor)>,
 ) {
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, (robot, transform, cache, gripper, mut sensor)| {
-            let front = front_point(transform, cache, robot);
-            let mut best: Option<(f32, Entity)> = None;
-            // Free pens only: held and boxed pens are out of the physics world and the index.
-            index.discs_touching(front, gripper.reach, |d| {
-                if d.kind == Some(Seeable::Pen) {
-                    let dist = d.pos.distance(front) - d.radius;
-                    if dist <= gripper.reach && best.is_none_or(|b| (dist, d.entity) < b) {
-                        best = Some((dist, d.entity));
-                    }
+    passes.each_mut(order.0.len(), &mut robots, |(robot, transform, cache, gripper, mut sensor)| {
+        let front = front_point(transform, cache, robot);
+        let mut best: Option<(f32, Entity)> = None;
+        // Free pens only: held and boxed pens are out of the physics world and the index.
+        index.discs_touching(front, gripper.reach, |d| {
+            if d.kind == Some(Seeable::Pen) {
+                let dist = d.pos.distance(front) - d.radius;
+                if dist <= gripper.reach && best.is_none_or(|b| (dist, d.entity) < b) {
+                    best = Some((dist, d.entity));
                 }
-            });
-            let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
-            if *sensor != reading {
-                *sensor = reading;
             }
-        },
-    );
+        });
+        let reading = GripSensor { holding: gripper.holding, pen_in_reach: best.map(|b| b.1) };
+        if *sensor != reading {
+            *sensor = reading;
+        }
+    });
 }
 
 pub(super) fn sense_power(
@@ -314,15 +309,10 @@ pub(super) fn sense_power(
     order: Res<RobotOrder>,
     mut robots: Query<(&Battery, &mut PowerSensor)>,
 ) {
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, (battery, mut sensor)| {
-            let reading = PowerSensor { level: battery.level(), charging: battery.charging };
-            if *sensor != reading {
-                *sensor = reading;
-            }
-        },
-    );
+    passes.each_mut(order.0.len(), &mut robots, |(battery, mut sensor)| {
+        let reading = PowerSensor { level: battery.level(), charging: battery.charging };
+        if *sensor != reading {
+            *sensor = reading;
+        }
+    });
 }

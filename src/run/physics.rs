@@ -193,37 +193,32 @@ fn write_bodies_back(
     >,
 ) {
     // Each body writes only its own components: the same on any thread.
-    passes.each_mut(
-        order.0.len(),
-        &mut bodies,
-        || (),
-        |_, item| {
-            let (handle, link, (mut transform, mut written, velocity, sleeping)) = item;
-            let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { return };
-            let pose = rb.position();
-            let rotation = Quat::from_rotation_z(pose.rotation.angle());
-            let translation = pose.translation.extend(transform.translation.z);
-            if transform.rotation != rotation || transform.translation != translation {
-                transform.rotation = rotation;
-                transform.translation = translation;
+    passes.each_mut(order.0.len(), &mut bodies, |item| {
+        let (handle, link, (mut transform, mut written, velocity, sleeping)) = item;
+        let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { return };
+        let pose = rb.position();
+        let rotation = Quat::from_rotation_z(pose.rotation.angle());
+        let translation = pose.translation.extend(transform.translation.z);
+        if transform.rotation != rotation || transform.translation != translation {
+            transform.rotation = rotation;
+            transform.translation = translation;
+        }
+        let now = GlobalTransform::from(Transform { translation, rotation, scale: transform.scale });
+        if written.0 != now {
+            written.0 = now;
+        }
+        if let Some(mut velocity) = velocity {
+            let v = Velocity { linear: rb.linvel(), angular: rb.angvel() };
+            if *velocity != v {
+                *velocity = v;
             }
-            let now = GlobalTransform::from(Transform { translation, rotation, scale: transform.scale });
-            if written.0 != now {
-                written.0 = now;
-            }
-            if let Some(mut velocity) = velocity {
-                let v = Velocity { linear: rb.linvel(), angular: rb.angvel() };
-                if *velocity != v {
-                    *velocity = v;
-                }
-            }
-            if let Some(mut sleeping) = sleeping
-                && sleeping.sleeping != rb.is_sleeping()
-            {
-                sleeping.sleeping = rb.is_sleeping();
-            }
-        },
-    );
+        }
+        if let Some(mut sleeping) = sleeping
+            && sleeping.sleeping != rb.is_sleeping()
+        {
+            sleeping.sleeping = rb.is_sleeping();
+        }
+    });
 }
 
 /// A fresh physics context for a scene with step `dt` and `substeps`: rapier's internal arenas

@@ -139,10 +139,20 @@ impl Passes {
         self.threads > 1 && robots > PASS_CHUNK
     }
 
-    /// Runs `f` on every item of `query` with scratch space from `init`: in fixed chunks of
-    /// [`PASS_CHUNK`] on the compute pool when a scene of `robots` robots makes it worth it, else
-    /// in turn. Each item must be all `f` writes, so the result is the same either way.
-    pub fn each_mut<'q, 's, D: IterQueryData, F: QueryFilter, T>(
+    /// Runs `f` on every item of `query`: in fixed chunks of [`PASS_CHUNK`] on the compute pool
+    /// when a scene of `robots` robots makes it worth it, else in turn. Each item must be all `f`
+    /// writes, so the result is the same either way.
+    pub fn each_mut<'q, 's, D: IterQueryData, F: QueryFilter>(
+        &self,
+        robots: usize,
+        query: &'q mut Query<'_, 's, D, F>,
+        f: impl Fn(QueryItem<'q, 's, D>) + Send + Sync + Clone,
+    ) {
+        self.each_mut_with(robots, query, || (), move |_, item| f(item));
+    }
+
+    /// As [`Passes::each_mut`], with scratch space from `init` for each chunk.
+    pub fn each_mut_with<'q, 's, D: IterQueryData, F: QueryFilter, T>(
         &self,
         robots: usize,
         query: &'q mut Query<'_, 's, D, F>,

@@ -125,51 +125,46 @@ fn run_executors(
     )>,
     positions: Query<&Transform>,
 ) {
-    let (estop, was_engaged_before) = (estop.engaged, *was_engaged);
+    let (engaged, was_engaged_before) = (estop.engaged, *was_engaged);
     // Each robot writes only its own request, executor, outbox and notes: the same on any thread.
-    passes.each_mut(
-        order.0.len(),
-        &mut robots,
-        || (),
-        |_, item| {
-            let (_, robot, (transform, cache), bump, (mut request, mut executor, mut outbox, mut notes)) = item;
-            let (position, heading) = cache.pose(transform);
-            let target = |skill: Option<&dyn Skill>| {
-                skill.and_then(|s| s.target()).and_then(|t| positions.get(t).ok()).map(|t| t.translation.truncate())
-            };
-            let mut ctx = SkillContext {
-                position,
-                heading,
-                max_speed: robot.max_speed,
-                max_turn: robot.max_turn,
-                period: executor.0.period,
-                target: None,
-                bumped: bump.bumped,
-            };
-            let out = &mut outbox.commands;
-            let notes = &mut notes.0;
-            if estop {
-                request.0 = None;
-                if !was_engaged_before {
-                    executor.0.clear(&ctx, out, notes);
-                    out.push(Command::Move { linear: 0.0, angular: 0.0 });
-                    out.push(Command::Grip { close: false });
-                }
-            } else {
-                if let Some(facade) = request.0.take() {
-                    ctx.target = target(facade.get(SkillGroup::Move));
-                    executor.0.assign_facade(facade, &ctx, out, notes);
-                }
-                ctx.target = target(executor.0.running(SkillGroup::Move));
-                executor.0.advance(time.dt, &ctx, out, notes);
+    passes.each_mut(order.0.len(), &mut robots, |item| {
+        let (_, robot, (transform, cache), bump, (mut request, mut executor, mut outbox, mut notes)) = item;
+        let (position, heading) = cache.pose(transform);
+        let target = |skill: Option<&dyn Skill>| {
+            skill.and_then(|s| s.target()).and_then(|t| positions.get(t).ok()).map(|t| t.translation.truncate())
+        };
+        let mut ctx = SkillContext {
+            position,
+            heading,
+            max_speed: robot.max_speed,
+            max_turn: robot.max_turn,
+            period: executor.0.period,
+            target: None,
+            bumped: bump.bumped,
+        };
+        let out = &mut outbox.commands;
+        let notes = &mut notes.0;
+        if engaged {
+            request.0 = None;
+            if !was_engaged_before {
+                executor.0.clear(&ctx, out, notes);
+                out.push(Command::Move { linear: 0.0, angular: 0.0 });
+                out.push(Command::Grip { close: false });
             }
-        },
-    );
+        } else {
+            if let Some(facade) = request.0.take() {
+                ctx.target = target(facade.get(SkillGroup::Move));
+                executor.0.assign_facade(facade, &ctx, out, notes);
+            }
+            ctx.target = target(executor.0.running(SkillGroup::Move));
+            executor.0.advance(time.dt, &ctx, out, notes);
+        }
+    });
     // Announced in the query's order, as when the robots ran in turn.
     for (entity, _, _, _, (_, _, _, mut notes)) in &mut robots {
         if !notes.0.is_empty() {
             announce(&mut commands, entity, notes.0.drain(..));
         }
     }
-    *was_engaged = estop;
+    *was_engaged = engaged;
 }

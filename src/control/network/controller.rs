@@ -16,7 +16,6 @@
 
 use std::sync::Arc;
 
-use bevy::ecs::batching::BatchingStrategy;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde::Serialize;
@@ -30,7 +29,7 @@ use crate::robot::{
 };
 use crate::scene::ActiveScene;
 use crate::sim::rng::stream;
-use crate::sim::{PASS_CHUNK, Passes, RobotOrder, SimTime};
+use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, Grip, Release, SkillFacade, SkillGroup, SkillRequest, Velocity};
 use crate::world::{Boxed, Held, Seeable, Station, groups};
 
@@ -502,11 +501,7 @@ pub(in crate::control) fn think(
             request.0 = Some(facade);
         }
     };
-    if passes.parallel(order.0.len()) {
-        robots.par_iter_mut().batching_strategy(BatchingStrategy::fixed(PASS_CHUNK)).for_each(think_one);
-    } else {
-        robots.iter_mut().for_each(think_one);
-    }
+    passes.each_mut(order.0.len(), &mut robots, think_one);
 }
 
 #[cfg(test)]
