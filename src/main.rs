@@ -65,6 +65,9 @@ struct Cli {
     /// With --bench: the robots are network collectors (as `crsim bench --network`).
     #[arg(long, requires = "bench")]
     bench_network: bool,
+    /// With --bench: the kinematic model instead of rigid bodies (as `crsim bench --kinematic`).
+    #[arg(long, requires = "bench")]
+    bench_kinematic: bool,
     /// Time N frames after a warm-up with Bevy's frame-time diagnostics, print the statistics
     /// and exit.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -245,6 +248,9 @@ enum Command {
         /// Behaviour-network collectors instead of wanderers, with pens, boxes and stations.
         #[arg(long)]
         network: bool,
+        /// The kinematic model (discs separated geometrically) instead of rapier's rigid bodies.
+        #[arg(long)]
+        kinematic: bool,
         /// Record the benchmark's run to this MCAP file (to measure what recording costs).
         #[arg(long, value_name = "FILE.mcap")]
         record: Option<PathBuf>,
@@ -271,7 +277,10 @@ fn main() -> ExitCode {
         None => {
             let outside = cli.outside.into();
             let what = match cli.bench {
-                Some(n) => Opened::Bench { robots: n as usize, network: cli.bench_network },
+                Some(n) => Opened::Bench {
+                    robots: n as usize,
+                    options: BenchOptions { comms: false, network: cli.bench_network, kinematic: cli.bench_kinematic },
+                },
                 None => Opened::Scene(cli.scene),
             };
             let view = View {
@@ -328,9 +337,9 @@ fn main() -> ExitCode {
         Some(Command::Bot { scene, robot, port, address, out }) => {
             bot_command(&scene, &robot, &address, port, out.as_deref())
         }
-        Some(Command::Bench { robots, steps, seed, comms, network, record, threads }) => {
+        Some(Command::Bench { robots, steps, seed, comms, network, kinematic, record, threads }) => {
             crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
-            bench(robots, steps, seed, BenchOptions { comms, network }, record.as_deref())
+            bench(robots, steps, seed, BenchOptions { comms, network, kinematic }, record.as_deref())
         }
     }
 }
@@ -388,7 +397,7 @@ enum Opened {
     /// A scene file, or the built-in scene.
     Scene(Option<PathBuf>),
     /// The benchmark arena.
-    Bench { robots: usize, network: bool },
+    Bench { robots: usize, options: BenchOptions },
 }
 
 /// What the app does besides showing the scene.
@@ -403,12 +412,12 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
     let View { screenshot, frame_stats, start } = view;
     let scene = match what {
         Opened::Scene(scene) => scene,
-        Opened::Bench { robots, network } => {
+        Opened::Bench { robots, options } => {
             if robots > MAX_BENCH_ROBOTS {
                 eprintln!("--bench {robots}: at most {MAX_BENCH_ROBOTS} robots");
                 return ExitCode::from(2);
             }
-            let scene = crsim::run::bench::bench_arena(robots, 1, BenchOptions { comms: false, network });
+            let scene = crsim::run::bench::bench_arena(robots, 1, options);
             crsim::sim::set_threads(crsim::sim::default_threads(robots));
             let window = AppWindow { scene, source: SceneSource::Generated, screenshot, frame_stats, select, start };
             return open_window(window, outside, |_| {});
@@ -1137,6 +1146,7 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
     println!("steps: {}", r.steps);
     println!("wall_time_s: {:.3}", r.wall_time_s);
     println!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    println!("physics: {}", if options.kinematic { "kinematic" } else { "rigid" });
     if options.comms {
         println!("deliveries: {}", r.deliveries);
         println!("deliveries_per_s: {:.0}", r.deliveries_per_s);

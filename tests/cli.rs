@@ -159,6 +159,11 @@ fn bench_reports_robot_steps_per_second() {
     let out = crsim(&["bench", "--robots", "40", "--steps", "10", "--network"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("robot_steps_per_s: "), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("physics: rigid"), "{}", text(&out));
+    let out = crsim(&["bench", "--robots", "40", "--steps", "10", "--network", "--kinematic"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("robot_steps_per_s: ") && stdout.contains("physics: kinematic"), "{}", text(&out));
 }
 
 #[test]

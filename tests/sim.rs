@@ -20,11 +20,34 @@ fn app(scene: SceneFile) -> App {
     headless_app(scene, SceneSource::Generated)
 }
 
-#[test]
-fn robot_driving_into_a_wall_stops_and_bumps() {
+fn app_in(mut scene: SceneFile, mode: PhysicsMode) -> App {
+    scene.physics = mode;
+    app(scene)
+}
+
+/// The test function `name(mode)` as two tests, `name::rigid` and `name::kinematic`: the same
+/// assertions with rapier's rigid bodies and with the kinematic model.
+macro_rules! both_models {
+    ($name:ident) => {
+        mod $name {
+            use super::PhysicsMode;
+            #[test]
+            fn rigid() {
+                super::$name(PhysicsMode::Rigid)
+            }
+            #[test]
+            fn kinematic() {
+                super::$name(PhysicsMode::Kinematic)
+            }
+        }
+    };
+}
+
+both_models!(robot_driving_into_a_wall_stops_and_bumps);
+fn robot_driving_into_a_wall_stops_and_bumps(mode: PhysicsMode) {
     let mut s = room(2.0, 1.0);
     s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     let wall = named(&mut app, "wallRight");
     run_steps(&mut app, 50);
@@ -42,12 +65,12 @@ fn robot_driving_into_a_wall_stops_and_bumps() {
     assert!((position(&app, r).x - p.x).abs() < 1e-3);
 }
 
-#[test]
-fn bump_events_name_the_obstacle() {
+both_models!(bump_events_name_the_obstacle);
+fn bump_events_name_the_obstacle(mode: PhysicsMode) {
     let mut s = room(2.0, 1.0);
     s.boxes.push(BoxSpec { name: "block".into(), center: (1.5, 0.5), size: (0.2, 0.6), angle: 0.0 });
     s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let block = named(&mut app, "block");
     app.world_mut().init_resource::<Messages<crsim::robot::BumpEvent>>();
     let mut cursor = app.world().resource::<Messages<crsim::robot::BumpEvent>>().get_cursor();
@@ -60,13 +83,13 @@ fn bump_events_name_the_obstacle() {
     assert_eq!(seen, vec![block]);
 }
 
-#[test]
-fn drive_commands_are_limited_to_the_robots_maxima() {
+both_models!(drive_commands_are_limited_to_the_robots_maxima);
+fn drive_commands_are_limited_to_the_robots_maxima(mode: PhysicsMode) {
     let mut s = room(6.0, 2.0);
     let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 5.0, angular: 0.0 });
     r.max_speed = 0.5;
     s.robots.push(r);
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     run_steps(&mut app, 100);
     let travelled = position(&app, r).x - 0.5;
@@ -74,11 +97,11 @@ fn drive_commands_are_limited_to_the_robots_maxima() {
     assert!((travelled - 1.0).abs() < 0.02, "travelled {travelled}");
 }
 
-#[test]
-fn turning_in_place_follows_the_turn_rate() {
+both_models!(turning_in_place_follows_the_turn_rate);
+fn turning_in_place_follows_the_turn_rate(mode: PhysicsMode) {
     let mut s = room(2.0, 2.0);
     s.robots.push(robot("r", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 45.0 }));
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     run_steps(&mut app, 100);
     let (p, heading) = pose(app.world().get::<Transform>(r).unwrap());
@@ -106,9 +129,9 @@ fn command(app: &mut App, r: Entity, linear: f32, close: bool) {
     app.world_mut().get_mut::<SkillRequest>(r).unwrap().0 = Some(facade);
 }
 
-#[test]
-fn gripper_picks_up_a_pen_carries_it_and_puts_it_down() {
-    let mut app = app(gripper_scene());
+both_models!(gripper_picks_up_a_pen_carries_it_and_puts_it_down);
+fn gripper_picks_up_a_pen_carries_it_and_puts_it_down(mode: PhysicsMode) {
+    let mut app = app_in(gripper_scene(), mode);
     let (r, pen) = (named(&mut app, "r"), named(&mut app, "pen"));
     run_steps(&mut app, 2);
     assert_eq!(get::<crsim::robot::GripSensor>(&app, r).pen_in_reach, Some(pen));
@@ -138,9 +161,9 @@ fn gripper_picks_up_a_pen_carries_it_and_puts_it_down() {
     assert_eq!(build_report(app.world_mut(), 0.0).pens.boxed, 0);
 }
 
-#[test]
-fn a_pen_released_over_a_box_is_boxed() {
-    let mut app = app(gripper_scene());
+both_models!(a_pen_released_over_a_box_is_boxed);
+fn a_pen_released_over_a_box_is_boxed(mode: PhysicsMode) {
+    let mut app = app_in(gripper_scene(), mode);
     let (r, pen, bin) = (named(&mut app, "r"), named(&mut app, "pen"), named(&mut app, "bin"));
     command(&mut app, r, 0.0, true);
     run_steps(&mut app, 2);
@@ -192,13 +215,13 @@ fn battery_drains_with_motion_and_charges_at_a_station() {
     assert!((b.charge - (50.0 + 99.0 * 0.02 * 5.0 - 100.0 * 0.02 * 0.1)).abs() < 0.05, "{}", b.charge);
 }
 
-#[test]
-fn an_empty_battery_stops_the_robot() {
+both_models!(an_empty_battery_stops_the_robot);
+fn an_empty_battery_stops_the_robot(mode: PhysicsMode) {
     let mut s = room(4.0, 2.0);
     let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 });
     r.battery = BatterySpec { capacity: 10.0, initial: Some(0.2), idle_drain: 0.0, move_drain: 1.0, turn_drain: 0.0 };
     s.robots.push(r);
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     run_steps(&mut app, 200);
     // 0.2 units at 1 unit per metre: it stops after 0.2 m.
@@ -209,8 +232,8 @@ fn an_empty_battery_stops_the_robot() {
     assert_eq!(build_report(app.world_mut(), 0.0).robots[0].battery_depletions, 1);
 }
 
-#[test]
-fn sonar_reports_a_robot_crossing_its_beam() {
+both_models!(sonar_reports_a_robot_crossing_its_beam);
+fn sonar_reports_a_robot_crossing_its_beam(mode: PhysicsMode) {
     let mut s = room(3.0, 2.0);
     s.sonars.push(SonarSpec {
         name: "sonar1".into(),
@@ -221,7 +244,7 @@ fn sonar_reports_a_robot_crossing_its_beam() {
         through_walls: false,
     });
     s.robots.push(robot("r", 0.4, 1.2, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
-    let mut app = app(s);
+    let mut app = app_in(s, mode);
     let (sonar, r) = (named(&mut app, "sonar1"), named(&mut app, "r"));
     let mut cursor = app.world().resource::<Messages<SonarEcho>>().get_cursor();
     let mut echoes = Vec::new();
@@ -240,6 +263,61 @@ fn sonar_reports_a_robot_crossing_its_beam() {
     assert_eq!(sonar_state.detections, 1);
     assert!(sonar_state.inside.is_empty(), "robot has left the beam");
     assert!((sonar_state.beam_length - 2.0).abs() < 1e-3, "beam reaches wallUp");
+}
+
+#[test]
+fn kinematic_robots_push_pens_that_stop_when_the_push_stops() {
+    let mut s = room(4.0, 2.0);
+    s.physics = PhysicsMode::Kinematic;
+    s.pens.push(PenSpec { name: "pen".into(), pos: (1.0, 1.0), radius: 0.03 });
+    s.robots.push(robot("r", 0.5, 1.0, 0.0, ControllerSpec::Idle));
+    let mut app = app(s);
+    let (r, pen) = (named(&mut app, "r"), named(&mut app, "pen"));
+    // 0.3 m/s for 2 s: 0.6 m, the last 0.23 of it pushing the pen.
+    command(&mut app, r, 0.3, false);
+    run_steps(&mut app, 100);
+    let (rp, pp) = (position(&app, r), position(&app, pen));
+    assert!((rp.x - 1.1).abs() < 1e-3, "robot at {rp}");
+    assert!((pp.x - (rp.x + 0.13)).abs() < 1e-3 && (pp.y - 1.0).abs() < 1e-4, "the pen just ahead: {pp}");
+    // Stopped, the pen stops too: no momentum.
+    command(&mut app, r, 0.0, false);
+    run_steps(&mut app, 1);
+    let stopped = position(&app, pen);
+    run_steps(&mut app, 50);
+    assert_eq!(position(&app, pen), stopped);
+}
+
+#[test]
+fn kinematic_robots_meeting_head_on_stop_touching() {
+    let mut s = room(4.0, 2.0);
+    s.physics = PhysicsMode::Kinematic;
+    s.robots.push(robot("a", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
+    s.robots.push(robot("b", 3.0, 1.0, 180.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
+    let mut app = app(s);
+    let (a, b) = (named(&mut app, "a"), named(&mut app, "b"));
+    run_steps(&mut app, 300);
+    let (pa, pb) = (position(&app, a), position(&app, b));
+    assert!((pb.x - pa.x - 0.2).abs() < 0.013, "they touch ({pa}, {pb}): one step's drive at most between");
+    assert!((pa.x + pb.x - 4.0).abs() < 1e-3, "symmetric: {pa} {pb}");
+    assert!(get::<BumpSensor>(&app, a).touching.contains(&b));
+    assert_eq!(get::<Odometry>(&app, b).collisions, 1);
+}
+
+#[test]
+fn kinematic_battery_charges_on_a_pad_from_the_first_step() {
+    let mut s = room(3.0, 2.0);
+    s.physics = PhysicsMode::Kinematic;
+    s.stations.push(StationSpec { name: "charger".into(), pos: (2.5, 1.0), radius: 0.3, rate: 5.0 });
+    let mut parked = robot("parked", 2.5, 1.0, 0.0, ControllerSpec::Idle);
+    parked.battery =
+        BatterySpec { capacity: 100.0, initial: Some(50.0), idle_drain: 0.1, move_drain: 1.0, turn_drain: 2.0 };
+    s.robots.push(parked);
+    let mut app = app(s);
+    let parked = named(&mut app, "parked");
+    run_steps(&mut app, 100);
+    let b: Battery = get(&app, parked);
+    assert!(b.charging);
+    assert!((b.charge - (50.0 + 100.0 * 0.02 * 5.0 - 100.0 * 0.02 * 0.1)).abs() < 0.05, "{}", b.charge);
 }
 
 #[test]
@@ -447,6 +525,18 @@ fn golden_hashes_of_the_collectors_and_the_swarm() {
     assert_eq!(run_scene("swarm.ron", 1000, None), GOLDEN_SWARM);
 }
 
+/// The swarm in the kinematic model: pins what the model does (walls, shared pushes, pens).
+#[test]
+fn golden_hash_of_the_kinematic_swarm() {
+    let (mut scene, _) = load_scene_file(&scene_path("swarm.ron")).unwrap();
+    scene.physics = PhysicsMode::Kinematic;
+    let mut app = app(scene);
+    run_steps(&mut app, 1000);
+    assert_eq!(app.world().resource::<TrajectoryHash>().hex(), GOLDEN_KINEMATIC_SWARM);
+}
+
+const GOLDEN_KINEMATIC_SWARM: &str = "da7f447b5b49ebf3";
+
 const GOLDEN_COLLECTORS: &str = "7c7b533ca10afe89";
 const GOLDEN_SWARM: &str = "bc0b702ed57148a0";
 
@@ -585,8 +675,14 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
     // Enough robots for several chunks of the parallel passes; wanderers and network collectors
     // (bumps, cameras, grips, the radio).
     let threads = bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new).thread_num();
-    for network in [false, true] {
-        let scene = crsim::run::bench::bench_scene(600, 5, network);
+    for (network, physics) in [
+        (false, PhysicsMode::Rigid),
+        (true, PhysicsMode::Rigid),
+        (false, PhysicsMode::Kinematic),
+        (true, PhysicsMode::Kinematic),
+    ] {
+        let mut scene = crsim::run::bench::bench_scene(600, 5, network);
+        scene.physics = physics;
         let hash_with = |threads: usize| {
             let mut app = app(scene.clone());
             app.insert_resource(Passes { threads });
@@ -597,7 +693,7 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
         let one = hash_with(1);
         assert!(one.1 > 0, "the robots bump into each other");
         for n in [2, 8] {
-            assert_eq!(hash_with(n), one, "{n} threads (the pool has {threads}), network {network}");
+            assert_eq!(hash_with(n), one, "{n} threads (the pool has {threads}), network {network}, {physics:?}");
         }
     }
     // A lossy radio with every robot broadcasting every step (more senders than a chunk) and

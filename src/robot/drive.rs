@@ -1,11 +1,14 @@
 //! The differential drive and the battery. The drive clamps the commanded linear and angular
-//! speed to the robot's maxima (zero when the battery is empty) and hands rapier the velocity;
-//! walls and other bodies then stop the robot physically.
+//! speed to the robot's maxima (zero when the battery is empty) and hands the physics the
+//! velocity; walls and other bodies then stop the robot (rapier's contacts, or the kinematic
+//! model's separation).
 
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
 use super::{DriveCommand, Odometry, PoseCache, ReportedPose, Robot};
+use crate::scene::ActiveScene;
+use crate::scene::schema::PhysicsMode;
 use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::world::{Seeable, SpatialIndex, Station};
 
@@ -96,8 +99,13 @@ pub(super) fn apply_drive(
 /// last physics step left them, as rapier's overlaps do, so this only absorbs rounding.
 const PAD_MARGIN: f32 = 0.05;
 
+/// Charges and drains every simulated robot's battery. A robot charges at the best rate of the
+/// charging pads it overlaps: as rapier found them in its last step with rigid bodies (so from
+/// the second step of a scene on), as the spatial index has them in the kinematic model (whose
+/// robots are not in rapier).
 pub(super) fn update_battery(
     rapier: ReadRapierContext,
+    active: Option<Res<ActiveScene>>,
     time: Res<SimTime>,
     index: Res<SpatialIndex>,
     passes: Res<Passes>,
@@ -106,20 +114,25 @@ pub(super) fn update_battery(
     mut robots: Query<(Entity, &Robot, &Transform, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
+    let kinematic = active.is_some_and(|a| a.scene.physics == PhysicsMode::Kinematic);
     passes.each_mut(order.0.len(), &mut robots, |(entity, robot, transform, applied, mut battery)| {
-        let mut near_pad = false;
-        index.discs_touching(transform.translation.truncate(), robot.radius + PAD_MARGIN, |d| {
-            near_pad |= d.kind == Some(Seeable::Station);
+        let (mut near_pad, mut touching_rate) = (false, 0.0f32);
+        let margin = if kinematic { 0.0 } else { PAD_MARGIN };
+        index.discs_touching(transform.translation.truncate(), robot.radius + margin, |d| {
+            if d.kind == Some(Seeable::Station) {
+                near_pad = true;
+                touching_rate = touching_rate.max(stations.get(d.entity).map_or(0.0, |s| s.rate));
+            }
         });
-        // Overlaps with station sensors as of the last physics step.
-        let rate: f32 = if near_pad {
+        let rate = if kinematic || !near_pad {
+            touching_rate
+        } else {
+            // Overlaps with station sensors as of the last physics step.
             ctx.intersection_pairs_with(entity)
                 .filter(|(_, _, touching)| *touching)
                 .filter_map(|(a, b, _)| stations.get(if a == entity { b } else { a }).ok())
                 .map(|s| s.rate)
                 .fold(0.0, f32::max)
-        } else {
-            0.0
         };
         battery.step(time.dt, applied.linear, applied.angular, rate);
     });

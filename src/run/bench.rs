@@ -12,7 +12,7 @@ use crate::botlink::BotManager;
 use crate::botlink::manager::RoundTiming;
 use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
-use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, RobotSpec, SceneFile, StationSpec};
+use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, PhysicsMode, RobotSpec, SceneFile, StationSpec};
 use crate::sim::ThinkSystems;
 use crate::sim::stages::StageTimes;
 
@@ -69,6 +69,8 @@ pub struct BenchOptions {
     pub comms: bool,
     /// The robots are behaviour-network collectors (see [`bench_scene`]).
     pub network: bool,
+    /// Robots and pens move by the kinematic model instead of rapier's rigid bodies.
+    pub kinematic: bool,
 }
 
 /// The benchmark's scene: [`bench_scene`], with the radio's range limited to
@@ -76,6 +78,9 @@ pub struct BenchOptions {
 /// around, as a real radio's would; unlimited range would make every broadcast reach all N).
 pub fn bench_arena(robots: usize, seed: u64, options: BenchOptions) -> SceneFile {
     let mut scene = bench_scene(robots, seed, options.network);
+    if options.kinematic {
+        scene.physics = PhysicsMode::Kinematic;
+    }
     if options.comms || options.network {
         scene.comms.range = Some(BENCH_RADIO_RANGE);
     }

@@ -56,6 +56,6 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     }
     bodies.extend(order.iter().copied());
     world.insert_resource(RobotOrder(order));
-    physics::init_bodies(world, &bodies);
+    physics::init_bodies(world, &bodies, scene.physics);
     world.write_message(SceneLoaded { generation });
 }

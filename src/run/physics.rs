@@ -13,8 +13,12 @@ use bevy_rapier2d::plugin::systems::{
 use bevy_rapier2d::prelude::*;
 use bevy_rapier2d::rapier::math::Pose;
 
-use crate::sim::{Passes, RobotOrder};
-use crate::world::PendingPhysics;
+use crate::robot::{ReportedPose, Robot};
+use crate::scene::ActiveScene;
+use crate::scene::schema::PhysicsMode;
+use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::world::kinematic::{Give, Mover, Separator};
+use crate::world::{Arena, DiscRadius, PendingPhysics, SpatialIndex};
 
 pub(super) fn plugin(app: &mut App) {
     app.insert_resource(TimestepMode::Fixed { dt: 0.02, substeps: 1 }).add_plugins(
@@ -80,8 +84,71 @@ pub(super) fn plugin(app: &mut App) {
                 .before(bevy_rapier2d::plugin::systems::apply_collider_user_changes),
             push_body_changes.in_set(RapierBevyComponentApply).after(apply_initial_rigid_body_impulses),
             write_bodies_back.in_set(PhysicsSet::Writeback),
+            // Rapier then steps only the fixed bodies, which do not move.
+            step_kinematic.in_set(PhysicsSet::StepSimulation).run_if(kinematic),
         ),
     );
+}
+
+/// Whether the running scene uses the kinematic model.
+fn kinematic(active: Option<Res<ActiveScene>>) -> bool {
+    active.is_some_and(|a| a.scene.physics == PhysicsMode::Kinematic)
+}
+
+type KinematicBodies<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static mut Transform,
+        &'static DiscRadius,
+        &'static CollisionGroups,
+        Option<&'static Velocity>,
+        Has<Robot>,
+        Has<ReportedPose>,
+    ),
+    (Without<ColliderDisabled>, Without<Sensor>),
+>;
+
+/// One step of the kinematic model (`crate::world::kinematic`) for the free discs: the robots
+/// and the pens that are neither held nor in a box. A robot turns and moves by its velocity
+/// over `dt`; then the discs are separated.
+fn step_kinematic(
+    time: Res<SimTime>,
+    arena: Res<Arena>,
+    index: Res<SpatialIndex>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
+    mut bodies: KinematicBodies,
+    mut separator: Local<Separator>,
+    mut movers: Local<Vec<Mover>>,
+) {
+    let dt = time.dt;
+    movers.clear();
+    let mut moved = Vec::with_capacity(movers.capacity());
+    for (transform, radius, groups, velocity, robot, outside) in &bodies {
+        let give = match (robot, outside) {
+            (_, true) => Give::Fixed,
+            (true, false) => Give::Robot,
+            (false, false) => Give::Pen,
+        };
+        let v = if give == Give::Fixed { Vec2::ZERO } else { velocity.map_or(Vec2::ZERO, |v| v.linear) };
+        movers.push(Mover { radius: radius.0, give, groups: *groups });
+        moved.push(transform.translation.truncate() + v * dt);
+    }
+    let end = separator.separate(&movers, moved, Vec2::new(arena.width, arena.height), &index, &passes);
+    for ((mut transform, _, _, _, _, outside), p) in bodies.iter_mut().zip(end) {
+        let translation = p.extend(transform.translation.z);
+        if !outside && transform.translation != translation {
+            transform.translation = translation;
+        }
+    }
+    // Turning, robot by robot in parallel: it does not depend on the separation.
+    passes.each_mut(order.0.len(), &mut bodies, |(mut transform, _, _, velocity, _, outside)| {
+        if let Some(v) = velocity.filter(|v| v.angular != 0.0 && !outside) {
+            // Normalised, so rounding never builds up over a long run.
+            transform.rotation = (Quat::from_rotation_z(v.angular * dt) * transform.rotation).normalize();
+        }
+    });
 }
 
 /// The pose the last writeback (or the body's creation) gave a body, as its `GlobalTransform`
@@ -250,7 +317,10 @@ struct PhysicsInit {
 /// archetypes, which follows the hashing of archetype ids and so depends on everything else in
 /// the world (the app has a window, a camera, a panel...); rapier's results depend on that order,
 /// and the app and a headless run would differ.
-pub(super) fn init_bodies(world: &mut World, bodies: &[Entity]) {
+///
+/// In the kinematic model the robots and pens stay out of rapier (`step_kinematic` moves them):
+/// only the fixed bodies and the charging pads go in, for the ray and point queries.
+pub(super) fn init_bodies(world: &mut World, bodies: &[Entity], mode: PhysicsMode) {
     use bevy_rapier2d::plugin::systems::{init_colliders, init_rigid_bodies};
     let init = match world.get_resource::<PhysicsInit>() {
         Some(init) => *init,
@@ -266,6 +336,11 @@ pub(super) fn init_bodies(world: &mut World, bodies: &[Entity]) {
     world.flush();
     for &e in bodies {
         let Some(pending) = world.entity_mut(e).take::<PendingPhysics>() else { continue };
+        if mode == PhysicsMode::Kinematic
+            && matches!(pending.body, Some(RigidBody::Dynamic | RigidBody::KinematicPositionBased))
+        {
+            continue;
+        }
         let transform = world.get::<Transform>(e).copied().unwrap_or_default();
         let mut entity = world.entity_mut(e);
         entity.insert((pending.collider, GlobalTransform::from(transform)));

@@ -180,6 +180,20 @@ mod tests {
     }
 
     #[test]
+    fn the_physics_model_is_chosen_by_name() {
+        let text = |model: &str| format!("(name: \"x\", arena: (width: 2.0, height: 1.0),\n physics: {model})");
+        assert_eq!(
+            parse_scene(&text("Kinematic"), "f.ron").unwrap().physics,
+            super::super::schema::PhysicsMode::Kinematic
+        );
+        assert_eq!(parse_scene(&text("Rigid"), "f.ron").unwrap().physics, super::super::schema::PhysicsMode::Rigid);
+        let default = parse_scene("(name: \"x\", arena: (width: 2.0, height: 1.0))", "f.ron").unwrap();
+        assert_eq!(default.physics, super::super::schema::PhysicsMode::Rigid);
+        let msg = parse_scene(&text("Floppy"), "f.ron").unwrap_err().to_string();
+        assert!(msg.starts_with("f.ron:2:") && msg.contains("Floppy"), "{msg}");
+    }
+
+    #[test]
     fn missing_field_is_named() {
         let msg = parse_scene("(name: \"x\")", "f.ron").unwrap_err().to_string();
         assert!(msg.contains("arena"), "{msg}");

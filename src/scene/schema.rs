@@ -25,6 +25,10 @@ pub struct SceneFile {
     /// Physics substeps per step (rapier still advances exactly `dt` per step).
     #[serde(default = "default_substeps")]
     pub substeps: u32,
+    /// How robots and pens move: rapier's rigid bodies (the default) or the kinematic model for
+    /// very large swarms.
+    #[serde(default)]
+    pub physics: PhysicsMode,
     pub arena: ArenaSpec,
     #[serde(default)]
     pub walls: Vec<WallSpec>,
@@ -111,6 +115,20 @@ impl Default for BotlinkSpec {
             emulated: false,
         }
     }
+}
+
+/// How robots and pens move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum PhysicsMode {
+    /// Rigid bodies in rapier: mass, momentum, friction and contacts solved by its solver; a
+    /// pushed pen slides on and slows down.
+    #[default]
+    Rigid,
+    /// Discs without a rigid-body solver: a robot goes where its wheels take it, overlaps
+    /// between discs are separated geometrically (robots share a push, a pen gives way to a
+    /// robot entirely) and walls and boxes push discs out. No mass, no momentum: a pushed pen
+    /// stops when the push stops. For very large swarms.
+    Kinematic,
 }
 
 /// How the bot manager's packets travel to simulated bots.
@@ -564,6 +582,7 @@ impl SceneFile {
             seed: default_seed(),
             dt: default_dt(),
             substeps: default_substeps(),
+            physics: PhysicsMode::default(),
             arena: ArenaSpec { width, height, boundary: true, wall_thickness: default_wall_thickness() },
             walls: vec![],
             boxes: vec![],

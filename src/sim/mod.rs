@@ -166,6 +166,22 @@ impl Passes {
             query.iter_mut().for_each(|item| f(&mut scratch, item));
         }
     }
+
+    /// `f` on `items` in fixed chunks of [`PASS_CHUNK`] (on the compute pool when `items` has
+    /// more than one chunk and there is more than one thread), each call given the index of its
+    /// chunk's first item; the results in chunk order, the same either way.
+    pub fn map_chunks<T: Sync, R: Send + 'static>(
+        &self,
+        items: &[T],
+        f: impl Fn(usize, &[T]) -> R + Send + Sync,
+    ) -> Vec<R> {
+        use bevy::tasks::{ComputeTaskPool, ParallelSlice};
+        if self.parallel(items.len()) {
+            items.par_chunk_map(ComputeTaskPool::get(), PASS_CHUNK, |chunk, slice| f(chunk * PASS_CHUNK, slice))
+        } else {
+            items.chunks(PASS_CHUNK).enumerate().map(|(chunk, slice)| f(chunk * PASS_CHUNK, slice)).collect()
+        }
+    }
 }
 
 /// Simulated time: the number of completed steps and the step length.

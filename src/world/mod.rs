@@ -10,6 +10,7 @@ use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, Stat
 use crate::scene::{SceneEntity, geometry::all_walls};
 use crate::sim::{LoadSystems, SenseSystems, SimSystems};
 
+pub mod kinematic;
 mod sonar;
 pub mod spatial;
 

@@ -6,7 +6,8 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
-use super::{Arena, groups};
+use super::spatial::Block;
+use super::{Arena, Seeable, SpatialIndex, groups};
 use crate::sim::SimTime;
 
 /// A sonar and its current reading.
@@ -65,6 +66,7 @@ pub(super) fn sense_sonars(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
     arena: Res<Arena>,
+    index: Res<SpatialIndex>,
     mut sonars: Query<(Entity, &Transform, &mut Sonar)>,
     bodies: Query<&Transform>,
     mut echoes: MessageWriter<SonarEcho>,
@@ -92,21 +94,22 @@ pub(super) fn sense_sonars(
             sonar.inside.clear();
             continue;
         }
-        let beam = Collider::cuboid(length / 2.0, sonar.width / 2.0);
-        let center = origin + sonar.axis * length / 2.0;
-        let angle = sonar.axis.y.atan2(sonar.axis.x);
+        // Robots whose centre may be in the beam: the discs around its bounding box.
+        let beam = Block {
+            entity,
+            center: origin + sonar.axis * length / 2.0,
+            half: Vec2::new(length / 2.0, sonar.width / 2.0),
+            axis: sonar.axis,
+            kind: None,
+            groups: CollisionGroups::default(),
+        };
+        let (lo, hi) = beam.bounds();
         let mut now: Vec<Entity> = Vec::new();
-        ctx.intersect_shape(
-            center,
-            angle,
-            &*beam.raw,
-            QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::ROBOT)),
-            |e| {
-                // Only robots are in the robot group.
-                now.push(e);
-                true
-            },
-        );
+        index.discs_around((lo + hi) / 2.0, (hi - lo).max_element() / 2.0, |d| {
+            if d.kind == Some(Seeable::Robot) {
+                now.push(d.entity);
+            }
+        });
         now.sort();
         let previous = std::mem::take(&mut sonar.inside);
         for robot in now {

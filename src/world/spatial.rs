@@ -51,9 +51,11 @@ impl CellGrid {
     /// The cell range `(x0, y0, x1, y1)` (inclusive) that `min..max` overlaps, clamped to the
     /// grid: what lies outside the arena is kept in its border cells.
     fn span(&self, min: Vec2, max: Vec2) -> (u32, u32, u32, u32) {
+        // Truncation is the floor here: negatives (and NaN) go to cell 0 first. (`floor` is a
+        // libm call on baseline x86-64, and this runs several times per query.)
         let c = |v: f32, n: u32| {
-            let i = ((v) / self.cell).floor();
-            if i.is_nan() || i < 0.0 { 0 } else { (i as u32).min(n - 1) }
+            let i = v / self.cell;
+            if i >= 0.0 { (i as u32).min(n - 1) } else { 0 }
         };
         let (a, b) = (min - self.origin, max - self.origin);
         (c(a.x, self.cols), c(a.y, self.rows), c(b.x, self.cols), c(b.y, self.rows))
@@ -129,6 +131,28 @@ impl CellGrid {
 
     pub fn cell_size(&self) -> f32 {
         self.cell
+    }
+
+    /// How many cells the grid has.
+    pub fn cells(&self) -> usize {
+        (self.cols * self.rows) as usize
+    }
+
+    /// The cell that holds `p` (a border cell for a point outside).
+    #[inline]
+    pub fn cell_of(&self, p: Vec2) -> usize {
+        let (x, y, _, _) = self.span(p, p);
+        (y * self.cols + x) as usize
+    }
+
+    /// Calls `f` with every cell that `min..max` overlaps.
+    pub fn for_each_cell(&self, min: Vec2, max: Vec2, mut f: impl FnMut(usize)) {
+        let (x0, y0, x1, y1) = self.span(min, max);
+        for y in y0..=y1 {
+            for x in x0..=x1 {
+                f((y * self.cols + x) as usize);
+            }
+        }
     }
 }
 
@@ -274,6 +298,13 @@ impl SpatialIndex {
             let (lo, hi) = self.blocks[i as usize].bounds();
             lo.x <= max.x && lo.y <= max.y && hi.x >= min.x && hi.y >= min.y
         });
+    }
+
+    /// Every fixed rectangle listed in a grid cell that `min..max` overlaps, once per such cell
+    /// (cheaper than [`SpatialIndex::blocks_in`] for a caller that does not mind repeats).
+    #[inline]
+    pub fn blocks_near(&self, min: Vec2, max: Vec2, mut f: impl FnMut(&Block)) {
+        self.block_grid.for_each(min, max, |i| f(&self.blocks[i as usize]));
     }
 
     /// The largest disc radius.
