@@ -304,6 +304,28 @@ fn kinematic_robots_meeting_head_on_stop_touching() {
 }
 
 #[test]
+fn kinematic_substeps_keep_a_fast_robot_from_jumping_a_thin_wall() {
+    // 10 m/s: 0.2 m a step, more than the 0.1 m robot's radius plus half the 0.04 m wall.
+    let fast = |substeps: u32| {
+        let mut s = room(4.0, 2.0);
+        s.physics = PhysicsMode::Kinematic;
+        s.substeps = substeps;
+        s.walls.push(WallSpec { name: "thin".into(), from: (2.0, 0.2), to: (2.0, 1.8), thickness: 0.04 });
+        let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 10.0, angular: 0.0 });
+        r.max_speed = 10.0;
+        s.robots.push(r);
+        let mut app = app(s);
+        let r = named(&mut app, "r");
+        run_steps(&mut app, 50);
+        position(&app, r).x
+    };
+    let x = fast(4);
+    assert!((x - 1.88).abs() < 1e-3, "held at the wall's face: {x}");
+    let x = fast(1);
+    assert!(x > 2.0, "one part of 0.2 m can jump it: {x}");
+}
+
+#[test]
 fn kinematic_battery_charges_on_a_pad_from_the_first_step() {
     let mut s = room(3.0, 2.0);
     s.physics = PhysicsMode::Kinematic;

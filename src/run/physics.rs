@@ -111,9 +111,12 @@ type KinematicBodies<'w, 's> = Query<
 
 /// One step of the kinematic model (`crate::world::kinematic`) for the free discs: the robots
 /// and the pens that are neither held nor in a box. A robot turns and moves by its velocity
-/// over `dt`; then the discs are separated.
+/// over `dt`, then the discs are separated; with the scene's `substeps`, moving and separating
+/// go in that many parts of `dt` (a fast robot then cannot jump through a thin wall).
+#[allow(clippy::too_many_arguments)]
 fn step_kinematic(
     time: Res<SimTime>,
+    active: Res<ActiveScene>,
     arena: Res<Arena>,
     index: Res<SpatialIndex>,
     passes: Res<Passes>,
@@ -123,20 +126,27 @@ fn step_kinematic(
     mut movers: Local<Vec<Mover>>,
 ) {
     let dt = time.dt;
+    let substeps = active.scene.substeps.max(1);
+    let part = dt / substeps as f32;
     movers.clear();
-    let mut moved = Vec::with_capacity(movers.capacity());
+    let (mut at, mut velocities) = (Vec::with_capacity(movers.capacity()), Vec::with_capacity(movers.capacity()));
     for (transform, radius, groups, velocity, robot, outside) in &bodies {
         let give = match (robot, outside) {
             (_, true) => Give::Fixed,
             (true, false) => Give::Robot,
             (false, false) => Give::Pen,
         };
-        let v = if give == Give::Fixed { Vec2::ZERO } else { velocity.map_or(Vec2::ZERO, |v| v.linear) };
         movers.push(Mover { radius: radius.0, give, groups: *groups });
-        moved.push(transform.translation.truncate() + v * dt);
+        at.push(transform.translation.truncate());
+        velocities.push(if give == Give::Fixed { Vec2::ZERO } else { velocity.map_or(Vec2::ZERO, |v| v.linear) });
     }
-    let end = separator.separate(&movers, moved, Vec2::new(arena.width, arena.height), &index, &passes);
-    for ((mut transform, _, _, _, _, outside), p) in bodies.iter_mut().zip(end) {
+    let arena = Vec2::new(arena.width, arena.height);
+    for _ in 0..substeps {
+        let moved = at.iter().zip(&velocities).map(|(p, v)| *p + *v * part).collect();
+        at.clear();
+        at.extend_from_slice(separator.separate(&movers, moved, arena, &index, &passes));
+    }
+    for ((mut transform, _, _, _, _, outside), p) in bodies.iter_mut().zip(&at) {
         let translation = p.extend(transform.translation.z);
         if !outside && transform.translation != translation {
             transform.translation = translation;

@@ -62,8 +62,10 @@ pub struct Separator {
     positions: Vec<Vec2>,
     /// What each disc met in the last round.
     met: Vec<Met>,
-    /// The grid cells within reach of a disc that moved in the last round.
-    stirred: Vec<bool>,
+    /// The grid cells within reach of a disc that moved in the last round: those holding the
+    /// round's stamp (so the cells of a huge arena are not cleared every round).
+    stirred: Vec<u32>,
+    stamp: u32,
     /// Rounds after the first settle only the discs that met something in the round before or
     /// are within reach of a disc that moved in it; the others would stay where they are. Off
     /// only to test that the shortcut changes nothing.
@@ -78,6 +80,7 @@ impl Default for Separator {
             positions: Vec::new(),
             met: Vec::new(),
             stirred: Vec::new(),
+            stamp: 0,
             shortcut: true,
         }
     }
@@ -120,7 +123,7 @@ impl Separator {
                 now: &self.positions,
                 met: &self.met,
                 // The first round settles every disc.
-                stirred: (round > 0 && self.shortcut).then_some(&self.stirred[..]),
+                stirred: (round > 0 && self.shortcut).then_some((&self.stirred[..], self.stamp)),
                 grid: &self.grid,
                 max_radius,
                 index,
@@ -128,14 +131,18 @@ impl Separator {
             let chunks = passes.map_chunks(movers, |start, chunk| {
                 (start..start + chunk.len()).map(|i| r.settle(i)).collect::<Vec<(Vec2, Met)>>()
             });
-            self.stirred.clear();
-            self.stirred.resize(self.grid.cells(), false);
+            self.stamp = self.stamp.wrapping_add(1);
+            if self.stamp == 0 || self.stirred.len() != self.grid.cells() {
+                self.stirred.clear();
+                self.stirred.resize(self.grid.cells(), 0);
+                self.stamp = 1;
+            }
             let settled = chunks.into_iter().flatten();
             for (i, (p, met)) in settled.enumerate() {
                 if p != self.positions[i] {
                     // Every disc that could overlap this one where it now stands.
                     let reach = Vec2::splat(movers[i].radius + max_radius);
-                    self.grid.for_each_cell(p - reach, p + reach, |c| self.stirred[c] = true);
+                    self.grid.for_each_cell(p - reach, p + reach, |c| self.stirred[c] = self.stamp);
                     self.positions[i] = p;
                 }
                 self.met[i] = met;
@@ -150,8 +157,8 @@ struct Round<'a> {
     movers: &'a [Mover],
     now: &'a [Vec2],
     met: &'a [Met],
-    /// Where discs moved in the last round (`None`: settle every disc).
-    stirred: Option<&'a [bool]>,
+    /// Where discs moved in the last round, and its stamp (`None`: settle every disc).
+    stirred: Option<(&'a [u32], u32)>,
     grid: &'a CellGrid,
     max_radius: f32,
     index: &'a SpatialIndex,
@@ -171,9 +178,9 @@ impl Round<'_> {
             return (p, Met::default());
         }
         // Nothing touched it last round and nothing near it moved since: it would stay.
-        if let Some(stirred) = self.stirred
+        if let Some((stirred, stamp)) = self.stirred
             && !self.met[i].anything
-            && !stirred[self.grid.cell_of(p)]
+            && stirred[self.grid.cell_of(p)] != stamp
         {
             return (p, Met::default());
         }
