@@ -23,6 +23,7 @@ use crate::robot::{
     Robot, pose,
 };
 use crate::run::hot_reload::reload_from;
+use crate::scene::schema::PhysicsMode;
 use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus};
 use crate::sim::{SimClock, SimTime, Speed, StepGate, TrajectoryHash};
 use crate::skills::{EmergencyStop, Executor, SkillGroup};
@@ -638,7 +639,13 @@ fn scene_section(ui: &mut egui::Ui, view: &mut SceneView) {
     let active = active.as_deref();
     if let Some(a) = active {
         ui.label(egui::RichText::new(&a.scene.name).strong());
-        ui.label(egui::RichText::new(a.source.label()).small());
+        let model = match a.scene.physics {
+            PhysicsMode::Rigid => "rigid bodies",
+            PhysicsMode::Kinematic => "kinematic discs",
+        };
+        ui.label(egui::RichText::new(format!("{} · {model}", a.source.label())).small()).on_hover_text(
+            "How robots and pens move: rigid bodies in rapier, or the kinematic model for large swarms (the scene's `physics`)",
+        );
     }
     ui.horizontal(|ui| {
         ui.add(egui::TextEdit::singleline(&mut open.0).hint_text("scenes/explorer.ron").desired_width(200.0));
