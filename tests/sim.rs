@@ -325,6 +325,55 @@ fn kinematic_substeps_keep_a_fast_robot_from_jumping_a_thin_wall() {
     assert!(x > 2.0, "one part of 0.2 m can jump it: {x}");
 }
 
+/// A hostile crowd: 300 fast wanderers and 100 pens packed into a 6 m room with a thin wall
+/// across it. Nothing may leave the room or end inside the wall, and nothing becomes NaN.
+#[test]
+fn a_packed_kinematic_room_keeps_everything_inside() {
+    let mut s = room(6.0, 6.0);
+    s.physics = PhysicsMode::Kinematic;
+    s.walls.push(WallSpec { name: "mid".into(), from: (3.0, 1.0), to: (3.0, 5.0), thickness: 0.04 });
+    let clear_of_mid = |x: f32, y: f32| (x - 3.0).abs() > 0.2 || !(0.8..5.2).contains(&y);
+    for i in 0..19 {
+        for j in 0..19 {
+            let (x, y) = (0.3 + i as f32 * 0.3, 0.3 + j as f32 * 0.3);
+            if !clear_of_mid(x, y) {
+                continue;
+            }
+            let n = s.robots.len();
+            if n < 300 {
+                let mut r = robot(&format!("r{n}"), x, y, (n * 37 % 360) as f32, ControllerSpec::Wander { speed: 1.0 });
+                r.max_speed = 1.5;
+                s.robots.push(r);
+            }
+            if (i + j) % 3 == 0 && i < 18 && j < 18 && clear_of_mid(x + 0.15, y + 0.15) {
+                s.pens.push(PenSpec { name: format!("p{i}_{j}"), pos: (x + 0.15, y + 0.15), radius: 0.03 });
+            }
+        }
+    }
+    let mut app = app(s);
+    run_steps(&mut app, 1500);
+    let world = app.world_mut();
+    let mut bodies: Vec<(String, Vec2, f32)> = world
+        .query::<(&Name, &Transform, &Robot)>()
+        .iter(world)
+        .map(|(n, t, r)| (n.to_string(), t.translation.truncate(), r.radius))
+        .collect();
+    let pens: Vec<(String, Vec2, f32)> = world
+        .query_filtered::<(&Name, &Transform, &crsim::world::Pen), (Without<Held>, Without<Boxed>)>()
+        .iter(world)
+        .map(|(n, t, p)| (n.to_string(), t.translation.truncate(), p.radius))
+        .collect();
+    assert!(bodies.len() >= 290 && pens.len() >= 90, "{} robots, {} pens", bodies.len(), pens.len());
+    bodies.extend(pens);
+    for (name, p, r) in &bodies {
+        assert!(p.is_finite(), "{name} at {p}");
+        let inside = (r - 1e-3..=6.0 - r + 1e-3).contains(&p.x) && (r - 1e-3..=6.0 - r + 1e-3).contains(&p.y);
+        assert!(inside, "{name} at {p} left the room");
+        let in_mid = (p.x - 3.0).abs() < 0.02 + r - 1e-3 && (1.0 - 0.02..=5.0 + 0.02).contains(&p.y);
+        assert!(!in_mid, "{name} at {p} is in the wall");
+    }
+}
+
 #[test]
 fn kinematic_battery_charges_on_a_pad_from_the_first_step() {
     let mut s = room(3.0, 2.0);
