@@ -8,7 +8,6 @@ use bevy_rapier2d::prelude::*;
 
 use super::{DriveCommand, Odometry, PoseCache, ReportedPose, Robot};
 use crate::scene::ActiveScene;
-use crate::scene::schema::PhysicsMode;
 use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::world::{Seeable, SpatialIndex, Station};
 
@@ -114,10 +113,10 @@ pub(super) fn update_battery(
     mut robots: Query<(Entity, &Robot, &Transform, &AppliedDrive, &mut Battery), Without<ReportedPose>>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
-    let kinematic = active.is_some_and(|a| a.scene.physics == PhysicsMode::Kinematic);
+    let kinematic = crate::scene::kinematic(active);
+    let margin = if kinematic { 0.0 } else { PAD_MARGIN };
     passes.each_mut(order.0.len(), &mut robots, |(entity, robot, transform, applied, mut battery)| {
         let (mut near_pad, mut touching_rate) = (false, 0.0f32);
-        let margin = if kinematic { 0.0 } else { PAD_MARGIN };
         index.discs_touching(transform.translation.truncate(), robot.radius + margin, |d| {
             if d.kind == Some(Seeable::Station) {
                 near_pad = true;

@@ -85,14 +85,9 @@ pub(super) fn plugin(app: &mut App) {
             push_body_changes.in_set(RapierBevyComponentApply).after(apply_initial_rigid_body_impulses),
             write_bodies_back.in_set(PhysicsSet::Writeback),
             // Rapier then steps only the fixed bodies, which do not move.
-            step_kinematic.in_set(PhysicsSet::StepSimulation).run_if(kinematic),
+            step_kinematic.in_set(PhysicsSet::StepSimulation).run_if(crate::scene::kinematic),
         ),
     );
-}
-
-/// Whether the running scene uses the kinematic model.
-fn kinematic(active: Option<Res<ActiveScene>>) -> bool {
-    active.is_some_and(|a| a.scene.physics == PhysicsMode::Kinematic)
 }
 
 type KinematicBodies<'w, 's> = Query<

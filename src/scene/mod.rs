@@ -60,6 +60,12 @@ pub struct ActiveScene {
     pub generation: u64,
 }
 
+/// Whether a scene runs and uses the kinematic model (`physics: Kinematic`); also a run
+/// condition.
+pub fn kinematic(active: Option<Res<ActiveScene>>) -> bool {
+    active.is_some_and(|a| a.scene.physics == schema::PhysicsMode::Kinematic)
+}
+
 /// A scene waiting to replace the running one at the start of the next frame.
 #[derive(Resource, Debug, Default)]
 pub struct PendingScene(pub Option<(SceneFile, SceneSource)>);

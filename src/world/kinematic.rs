@@ -15,7 +15,7 @@
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::CollisionGroups;
 
-use super::spatial::{Block, CELL, CellGrid, SpatialIndex, groups_match};
+use super::spatial::{CELL, CellGrid, SpatialIndex, groups_match};
 use crate::sim::Passes;
 
 /// Rounds of separation per step. An overlap between two discs alone is gone after one; the
@@ -213,7 +213,7 @@ impl Round<'_> {
         let r = Vec2::splat(me.radius);
         self.index.blocks_near(moved - r, moved + r, |block| {
             if groups_match(me.groups, block.groups) {
-                p = push_out(block, p, me.radius);
+                p = block.push_out(p, me.radius);
             }
         });
         met.wall = p != moved;
@@ -230,36 +230,12 @@ fn apart(i: usize, j: usize) -> Vec2 {
     if i < j { dir } else { -dir }
 }
 
-/// A disc at `p` with `radius` moved the shortest way out of `block` (unchanged when clear).
-pub fn push_out(block: &Block, p: Vec2, radius: f32) -> Vec2 {
-    let (x, y) = (block.axis, block.axis.perp());
-    let d = p - block.center;
-    let local = Vec2::new(d.dot(x), d.dot(y));
-    let nearest = local.clamp(-block.half, block.half);
-    let off = local - nearest;
-    let dist = off.length();
-    let out = if dist > 0.0 {
-        if dist >= radius {
-            return p;
-        }
-        nearest + off / dist * radius
-    } else {
-        // The centre is inside: out through the nearest side.
-        let sign = |v: f32| if v < 0.0 { -1.0 } else { 1.0 };
-        let gap = block.half - local.abs();
-        if gap.x <= gap.y {
-            Vec2::new(sign(local.x) * (block.half.x + radius), local.y)
-        } else {
-            Vec2::new(local.x, sign(local.y) * (block.half.y + radius))
-        }
-    };
-    block.center + x * out.x + y * out.y
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::world::groups;
+    use crate::world::spatial::Block;
+    use crate::world::spatial::tests::block as wall;
     use bevy_rapier2d::prelude::Group;
 
     fn robot(r: f32) -> Mover {
@@ -268,17 +244,6 @@ mod tests {
 
     fn pen(r: f32) -> Mover {
         Mover { radius: r, give: Give::Pen, groups: CollisionGroups::new(groups::PEN, Group::ALL) }
-    }
-
-    fn wall(center: Vec2, half: Vec2, angle: f32) -> Block {
-        Block {
-            entity: Entity::from_raw_u32(1000).unwrap(),
-            center,
-            half,
-            axis: Vec2::from_angle(angle),
-            kind: None,
-            groups: CollisionGroups::new(groups::WALL, Group::ALL),
-        }
     }
 
     fn separate(movers: &[Mover], at: &[Vec2], blocks: Vec<Block>, threads: usize) -> Vec<Vec2> {

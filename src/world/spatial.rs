@@ -196,6 +196,31 @@ impl Block {
         (world, (l - q).length())
     }
 
+    /// A disc at `p` with `radius` moved the shortest way out of the rectangle (unchanged when
+    /// clear of it): the kinematic model's walls and boxes.
+    pub fn push_out(&self, p: Vec2, radius: f32) -> Vec2 {
+        let local = self.local(p);
+        let nearest = local.clamp(-self.half, self.half);
+        let off = local - nearest;
+        let dist = off.length();
+        let out = if dist > 0.0 {
+            if dist >= radius {
+                return p;
+            }
+            nearest + off / dist * radius
+        } else {
+            // The centre is inside: out through the nearest side.
+            let sign = |v: f32| if v < 0.0 { -1.0 } else { 1.0 };
+            let gap = self.half - local.abs();
+            if gap.x <= gap.y {
+                Vec2::new(sign(local.x) * (self.half.x + radius), local.y)
+            } else {
+                Vec2::new(local.x, sign(local.y) * (self.half.y + radius))
+            }
+        };
+        self.center + self.axis * out.x + self.axis.perp() * out.y
+    }
+
     /// Where a ray from `origin` along the unit `dir` first meets the solid rectangle, within
     /// `max` metres: 0 from inside.
     pub fn ray(&self, origin: Vec2, dir: Vec2, max: f32) -> Option<f32> {
@@ -416,7 +441,7 @@ pub fn seeable_groups() -> Group {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn disc(i: u32, x: f32, y: f32, r: f32) -> Disc {
@@ -463,7 +488,8 @@ mod tests {
         assert_eq!(n, 2);
     }
 
-    fn block(center: Vec2, half: Vec2, angle: f32) -> Block {
+    /// A wall rectangle turned by `angle` (the kinematic model's tests use it too).
+    pub(in crate::world) fn block(center: Vec2, half: Vec2, angle: f32) -> Block {
         Block {
             entity: Entity::from_raw_u32(99).unwrap(),
             center,
