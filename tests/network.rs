@@ -161,8 +161,7 @@ fn the_network_dump_is_in_the_seeds_format() {
 /// scene's `network` item, the structure file and the bad link.
 #[test]
 fn a_bad_structure_file_is_a_scene_error() {
-    let dir = std::env::temp_dir().join(format!("crsim-net-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("structure");
     let shipped = shipped_network();
     std::fs::write(
         dir.join("net.ron"),
@@ -180,7 +179,6 @@ fn a_bad_structure_file_is_a_scene_error() {
     let (s, _) = load_scene_file(&dir.join("scene.ron")).unwrap();
     let structure = s.network_structure.unwrap();
     assert!(structure.links.iter().any(|l| l.weight == -3.0));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The app reloads the scene when the structure file it names is saved: a valid edit reaches the
@@ -190,8 +188,7 @@ fn editing_the_structure_file_reloads_the_scene() {
     use crsim::control::network::SceneBlueprint;
     use crsim::run::hot_reload;
     use crsim::scene::{ActiveScene, SceneStatus};
-    let dir = std::env::temp_dir().join(format!("crsim-net-hot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("structure-hot");
     let shipped = shipped_network();
     std::fs::write(dir.join("net.ron"), &shipped).unwrap();
     let path = dir.join("scene.ron");
@@ -228,7 +225,6 @@ fn editing_the_structure_file_reloads_the_scene() {
     assert!(err.contains("network:") && err.contains("weight must be a finite number"), "{err}");
     assert_eq!(app.world().resource::<ActiveScene>().generation, 2);
     assert_eq!(app.world().resource::<crsim::sim::SimTime>().step, 10);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The shipped lossy radio: claims are lost, arrive late, stay out of range, and one pair's

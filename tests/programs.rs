@@ -364,8 +364,7 @@ fn deterministic_programs_give_the_same_hash_run_after_run() {
 
 #[test]
 fn a_headless_run_gives_up_on_programs_that_never_come() {
-    let dir = std::env::temp_dir().join(format!("crsim-programs-wait-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("programs-wait");
     let scene = dir.join("wait.ron");
     let text = std::fs::read_to_string(scene_path("programs.ron")).unwrap();
     std::fs::write(&scene, text.replace("wait_for_robots: 120.0", "wait_for_robots: 0.5")).unwrap();

@@ -3,6 +3,8 @@
 //! collisions with target names, interruption by alarm, notallowed, sonar events, malformed
 //! bodies, many clients at once, and the watchdog.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -374,8 +376,7 @@ fn the_2022_dialect_answers_a_collision_at_once() {
 fn floods_of_idle_connections_never_kill_the_listeners() {
     use std::io::{BufRead, BufReader};
     use std::net::TcpStream;
-    let dir = std::env::temp_dir().join(format!("crsim-flood-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("flood");
     let scene = dir.join("wenv.ron");
     let text =
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/wenv.ron")).unwrap();
@@ -431,5 +432,4 @@ fn floods_of_idle_connections_never_kill_the_listeners() {
     assert!(r["accept_errors"].as_u64().unwrap() > 0, "{r}");
     assert!(r["bad_requests"].as_u64().unwrap() > 0, "{r}");
     assert!(m["steps"].as_u64().unwrap() > 100, "the run went on");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -635,8 +635,7 @@ fn run_report_counts_robots_and_distance() {
 fn hot_reload_applies_valid_edits_and_keeps_the_scene_on_errors() {
     use crsim::run::hot_reload;
     use crsim::scene::{ActiveScene, SceneStatus};
-    let dir = std::env::temp_dir().join(format!("crsim-hot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("hot");
     let path = dir.join("room.ron");
     let text = |x: f32| {
         format!("(name: \"room\", arena: (width: 3.0, height: 2.0), robots: [(name: \"r\", pose: ({x}, 1.0, 0.0))])")
@@ -819,8 +818,7 @@ fn the_editor_shows_its_document_in_the_world_and_saves_through_the_hot_reload()
     use crsim::scene::{ActiveScene, PendingScene, SceneStatus};
     use crsim::sim::SimClock;
     use crsim::ui::editor::{self, Editor};
-    let dir = std::env::temp_dir().join(format!("crsim-editor-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::Scratch::new("editor");
     let path = dir.join("room.ron");
     let original = std::fs::read_to_string(scene_path("explorer.ron")).unwrap();
     std::fs::write(&path, &original).unwrap();
@@ -891,5 +889,4 @@ fn the_editor_shows_its_document_in_the_world_and_saves_through_the_hot_reload()
     let ed = app.world().resource::<Editor>();
     assert_eq!(ed.doc.as_ref().unwrap().scene.boxes[2].center, (3.2, 1.3));
     assert!(ed.message.as_ref().is_some_and(|m| m.1.contains("changed on disk")), "{:?}", ed.message);
-    let _ = std::fs::remove_dir_all(&dir);
 }

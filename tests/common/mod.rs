@@ -146,3 +146,40 @@ pub fn circles(addr: SocketAddr, steps: u64) -> u64 {
         }
     }
 }
+
+/// A fresh directory under the system's temp dir for one test's files. It is removed when the
+/// test passes and kept (its path printed) when the test fails or `CRSIM_KEEP_TEST_FILES` is
+/// set (to look at the GUI test's screenshots), so a failure can be inspected.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("crsim-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() || std::env::var_os("CRSIM_KEEP_TEST_FILES").is_some() {
+            eprintln!("kept the test's files in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
