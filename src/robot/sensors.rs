@@ -231,7 +231,8 @@ fn camera_picture(
     // computed only for what passes.
     let cos_wide = (half_fov + 1e-3).min(std::f32::consts::PI).cos();
     let range = camera.range;
-    let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
+    // Only what lies in the cone's bounding box can be seen, and only blocks there can hide it.
+    let (lo, hi) = cone_bounds(pos, facing, half_fov + 1e-3, range);
     index.blocks_in(lo, hi, blocks);
     let blocks = &*blocks;
     seen.clear();
@@ -259,7 +260,7 @@ fn camera_picture(
             seen.push(Sighting { entity: target, kind, distance, bearing });
         }
     };
-    index.discs_around(pos, range, |d| {
+    index.discs_in(lo, hi, |d| {
         if let Some(kind) = d.kind
             && d.entity != entity
             && d.groups.memberships.intersects(seeable)
@@ -277,6 +278,36 @@ fn camera_picture(
     }
     // Each entity appears once: the order is total.
     seen.sort_unstable_by(|a, b| a.distance.total_cmp(&b.distance).then(a.entity.cmp(&b.entity)));
+}
+
+/// A box holding the cone at `pos` facing `facing` (a unit vector) with half-angle `half`
+/// (radians) and `range` metres: the apex, the two ends of the arc and the arc's extremes along
+/// the axes it passes, a little widened for rounding.
+fn cone_bounds(pos: Vec2, facing: Vec2, half: f32, range: f32) -> (Vec2, Vec2) {
+    if half >= std::f32::consts::PI {
+        return (pos - Vec2::splat(range), pos + Vec2::splat(range));
+    }
+    let (sin, cos) = half.sin_cos();
+    let ends = [Vec2::new(cos, sin).rotate(facing), Vec2::new(cos, -sin).rotate(facing)];
+    let (mut lo, mut hi) = (pos.min(pos + range * ends[0]), pos.max(pos + range * ends[0]));
+    lo = lo.min(pos + range * ends[1]);
+    hi = hi.max(pos + range * ends[1]);
+    // The arc reaches furthest along an axis it crosses (a little early, for rounding).
+    let c = cos - 1e-4;
+    if facing.x >= c {
+        hi.x = pos.x + range;
+    }
+    if -facing.x >= c {
+        lo.x = pos.x - range;
+    }
+    if facing.y >= c {
+        hi.y = pos.y + range;
+    }
+    if -facing.y >= c {
+        lo.y = pos.y - range;
+    }
+    let pad = Vec2::splat(1e-4 + range * 1e-4);
+    (lo - pad, hi + pad)
 }
 
 pub(super) fn sense_grip(
@@ -315,4 +346,45 @@ pub(super) fn sense_power(
             *sensor = reading;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngExt;
+
+    /// Every point of a cone, its edges and arc included, lies in the cone's box, and the box is
+    /// no bigger than the cone needs.
+    #[test]
+    fn the_cone_box_holds_the_whole_cone_and_little_else() {
+        let mut rng = crate::sim::rng::stream(3, "cone-test", 0);
+        for _ in 0..2_000 {
+            let pos = Vec2::new(rng.random_range(-5.0..5.0), rng.random_range(-5.0..5.0));
+            let heading = rng.random_range(-4.0..4.0f32);
+            let half = rng.random_range(0.01..3.3f32);
+            let range = rng.random_range(0.1..3.0f32);
+            let facing = Vec2::from_angle(heading);
+            let (lo, hi) = cone_bounds(pos, facing, half, range);
+            let (mut min, mut max) = (pos, pos);
+            for i in 0..=200 {
+                let a =
+                    heading - half.min(std::f32::consts::PI) + 2.0 * half.min(std::f32::consts::PI) * i as f32 / 200.0;
+                for r in [range, range * 0.5] {
+                    let p = pos + r * Vec2::from_angle(a);
+                    assert!(
+                        p.cmpge(lo).all() && p.cmple(hi).all(),
+                        "{p} outside {lo}..{hi} (heading {heading}, half {half})"
+                    );
+                    min = min.min(p);
+                    max = max.max(p);
+                }
+            }
+            // Tight: at most the padding and the arc between samples beyond the cone's extent.
+            let slack = 1e-3 + range * 2e-3;
+            assert!(
+                (min - lo).max_element() <= slack && (hi - max).max_element() <= slack,
+                "{lo}..{hi} for {min}..{max}"
+            );
+        }
+    }
 }

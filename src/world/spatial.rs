@@ -115,17 +115,21 @@ impl CellGrid {
     /// item covering several of those cells comes once per cell).
     #[inline]
     pub fn for_each(&self, min: Vec2, max: Vec2, mut f: impl FnMut(u32)) {
+        // The cells of a row are contiguous, so one slice covers x0..=x1.
+        self.for_each_run(min, max, |run| self.items[run].iter().for_each(|&i| f(i)));
+    }
+
+    /// Calls `f` with the positions in `items` of the items listed in the cells `min..max`
+    /// overlaps: one run of positions per row of cells.
+    #[inline]
+    pub fn for_each_run(&self, min: Vec2, max: Vec2, mut f: impl FnMut(std::ops::Range<usize>)) {
         if self.items.is_empty() {
             return;
         }
         let (x0, y0, x1, y1) = self.span(min, max);
         for y in y0..=y1 {
             let row = (y * self.cols) as usize;
-            let (from, to) = (self.starts[row + x0 as usize] as usize, self.starts[row + x1 as usize + 1] as usize);
-            // The cells of a row are contiguous, so one slice covers x0..=x1.
-            for &i in &self.items[from..to] {
-                f(i);
-            }
+            f(self.starts[row + x0 as usize] as usize..self.starts[row + x1 as usize + 1] as usize);
         }
     }
 
@@ -264,7 +268,11 @@ pub fn groups_match(a: CollisionGroups, b: CollisionGroups) -> bool {
 /// The world's discs and fixed rectangles, gridded. See the module docs.
 #[derive(Resource, Debug, Default)]
 pub struct SpatialIndex {
+    /// The discs cell by cell (in the order given within a cell), so a query reads each row of
+    /// cells it overlaps as one contiguous slice.
     pub discs: Vec<Disc>,
+    /// The discs in the order given, while they are sorted into cells.
+    given: Vec<Disc>,
     disc_grid: CellGrid,
     /// The largest disc radius: a query for overlaps widens by it.
     max_radius: f32,
@@ -275,16 +283,18 @@ pub struct SpatialIndex {
 }
 
 impl SpatialIndex {
-    /// Replaces the discs (kept in the order given).
+    /// Replaces the discs (within a cell, in the order given).
     pub fn set_discs(&mut self, arena: Vec2, discs: impl IntoIterator<Item = Disc>) {
-        self.discs.clear();
-        self.discs.extend(discs);
+        self.given.clear();
+        self.given.extend(discs);
         if self.disc_grid.cols == 0 || self.disc_grid.max != arena {
             self.disc_grid = CellGrid::new(Vec2::ZERO, arena, CELL);
         }
-        self.max_radius = self.discs.iter().map(|d| d.radius).fold(0.0, f32::max);
-        let discs = &self.discs;
-        self.disc_grid.fill_points(discs.iter().map(|d| d.pos));
+        self.max_radius = self.given.iter().map(|d| d.radius).fold(0.0, f32::max);
+        let given = &self.given;
+        self.disc_grid.fill_points(given.iter().map(|d| d.pos));
+        self.discs.clear();
+        self.discs.extend(self.disc_grid.items.iter().map(|&i| given[i as usize]));
     }
 
     /// Replaces the fixed rectangles.
@@ -298,8 +308,16 @@ impl SpatialIndex {
     /// Every disc whose centre lies within `half` of `center` on both axes (and some more
     /// around; callers test the exact distance).
     #[inline]
-    pub fn discs_around(&self, center: Vec2, half: f32, mut f: impl FnMut(&Disc)) {
-        self.disc_grid.for_each(center - Vec2::splat(half), center + Vec2::splat(half), |i| f(&self.discs[i as usize]));
+    pub fn discs_around(&self, center: Vec2, half: f32, f: impl FnMut(&Disc)) {
+        self.discs_in(center - Vec2::splat(half), center + Vec2::splat(half), f);
+    }
+
+    /// Every disc whose centre lies within `min..max` (and some more around; callers test the
+    /// exact geometry), cell by cell.
+    #[inline]
+    pub fn discs_in(&self, min: Vec2, max: Vec2, mut f: impl FnMut(&Disc)) {
+        // The discs are stored cell by cell: each row of cells is one slice.
+        self.disc_grid.for_each_run(min, max, |run| self.discs[run].iter().for_each(&mut f));
     }
 
     /// Every disc that may overlap a circle at `center` with `radius`.
