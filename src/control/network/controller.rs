@@ -96,6 +96,10 @@ pub struct NetworkController {
     /// The pen it is going for this step: the tracked pen while it holds none and Pen leads.
     pub pursuing: Option<Entity>,
     pub stats: CollectStats,
+    /// The last cell of `stations` asked about and its distance to a station: a robot stays in
+    /// a cell for several steps, and the field is too large to stay in the cache.
+    /// (The map is told by its address.)
+    station_memo: Option<(usize, usize, Option<f32>)>,
 }
 
 impl NetworkController {
@@ -114,6 +118,7 @@ impl NetworkController {
             last: Outputs::default(),
             pursuing: None,
             stats: CollectStats::default(),
+            station_memo: None,
         }
     }
 
@@ -241,8 +246,17 @@ impl NetworkController {
 
     /// The battery level the way to the nearest station needs, with a margin of
     /// [`RESERVE_FACTOR`]: at `energy_per_metre` units per metre of `capacity`.
-    pub fn reserve(&self, position: Vec2, energy_per_metre: f32, capacity: f32) -> f32 {
-        self.stations.distance(position).map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
+    pub fn reserve(&mut self, position: Vec2, energy_per_metre: f32, capacity: f32) -> f32 {
+        let map = Arc::as_ptr(&self.stations) as usize;
+        let distance = self.stations.cell_of(position).and_then(|cell| match self.station_memo {
+            Some((m, c, d)) if m == map && c == cell => d,
+            _ => {
+                let d = self.stations.distance_from_cell(cell);
+                self.station_memo = Some((map, cell, d));
+                d
+            }
+        });
+        distance.map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
     }
 
     /// Counts a charging visit (the Charging task brought it onto a station) and a pen boxed

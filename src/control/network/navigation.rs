@@ -4,9 +4,6 @@
 //! path that keeps the robot clear of every wall and box, and which way that path goes. One field
 //! per scene and robot size, shared by all the robots that use it.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use bevy::math::Vec2;
 
 use crate::scene::geometry::{Footprint, all_walls, box_footprint, wall_footprint};
@@ -31,24 +28,27 @@ pub struct StationMap {
     pub stations: Vec<Vec2>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Open {
-    dist: f32,
-    index: usize,
+/// Dijkstra's open cells with two step lengths (straight and diagonal): one first-in
+/// first-out queue per kind of entry. The cells are taken in order of distance, so each queue
+/// receives distances in order, and the nearest open cell is at the head of one of them: no heap
+/// needed. Which of equal distances goes first does not change any cell's final distance.
+#[derive(Default)]
+struct OpenCells {
+    /// Stations' own cells, straight steps, diagonal steps: (distance, cell).
+    queues: [std::collections::VecDeque<(f32, usize)>; 3],
 }
 
-impl Eq for Open {}
-
-impl Ord for Open {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // A min-heap on distance, ties by cell index for a stable order.
-        other.dist.total_cmp(&self.dist).then(other.index.cmp(&self.index))
+impl OpenCells {
+    fn push(&mut self, queue: usize, dist: f32, index: usize) {
+        self.queues[queue].push_back((dist, index));
     }
-}
 
-impl PartialOrd for Open {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+    fn pop(&mut self) -> Option<(f32, usize)> {
+        let nearest = (0..3)
+            .filter_map(|q| Some((self.queues[q].front()?.0, q)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?
+            .1;
+        self.queues[nearest].pop_front()
     }
 }
 
@@ -98,7 +98,7 @@ impl StationMap {
         }
         let stations: Vec<Vec2> = scene.stations.iter().map(|s| Vec2::new(s.pos.0, s.pos.1)).collect();
         let mut dist = vec![f32::INFINITY; cols * rows];
-        let mut heap = BinaryHeap::new();
+        let mut open = OpenCells::default();
         for s in &scene.stations {
             let (p, r) = (Vec2::new(s.pos.0, s.pos.1), s.radius);
             for y in span(p.y - r, p.y + r, rows) {
@@ -106,7 +106,7 @@ impl StationMap {
                     let i = y * cols + x;
                     if !blocked[i] && centre(x, y).distance(p) <= r && dist[i] > 0.0 {
                         dist[i] = 0.0;
-                        heap.push(Open { dist: 0.0, index: i });
+                        open.push(0, 0.0, i);
                     }
                 }
             }
@@ -114,7 +114,8 @@ impl StationMap {
         let at = |x: i32, y: i32| {
             (x >= 0 && y >= 0 && (x as usize) < cols && (y as usize) < rows).then(|| y as usize * cols + x as usize)
         };
-        while let Some(Open { dist: d, index }) = heap.pop() {
+        let steps = [cell, cell * std::f32::consts::SQRT_2];
+        while let Some((d, index)) = open.pop() {
             if d > dist[index] {
                 continue;
             }
@@ -129,10 +130,10 @@ impl StationMap {
                 {
                     continue;
                 }
-                let nd = d + if diagonal { cell * std::f32::consts::SQRT_2 } else { cell };
+                let nd = d + steps[usize::from(diagonal)];
                 if nd < dist[n] {
                     dist[n] = nd;
-                    heap.push(Open { dist: nd, index: n });
+                    open.push(1 + usize::from(diagonal), nd, n);
                 }
             }
         }
@@ -169,7 +170,11 @@ impl StationMap {
     /// The cell to measure `p` from: its own, or, for a robot pressed against a wall (its
     /// centre nearer the wall than the clearance), the best open cell close by.
     fn start(&self, p: Vec2) -> Option<usize> {
-        let i = self.index(p)?;
+        self.start_at(self.index(p)?)
+    }
+
+    /// [`StationMap::start`] for a point in cell `i`.
+    fn start_at(&self, i: usize) -> Option<usize> {
         if self.dist[i].is_finite() {
             return Some(i);
         }
@@ -209,6 +214,17 @@ impl StationMap {
     /// Metres to the nearest station along a clear path from `p`, if there is one.
     pub fn distance(&self, p: Vec2) -> Option<f32> {
         self.start(p).map(|i| self.dist[i])
+    }
+
+    /// The grid cell `p` lies in (`None` off the floor): [`StationMap::distance`] is the same
+    /// for every point of a cell.
+    pub fn cell_of(&self, p: Vec2) -> Option<usize> {
+        self.index(p)
+    }
+
+    /// [`StationMap::distance`] from any point of `cell`.
+    pub fn distance_from_cell(&self, cell: usize) -> Option<f32> {
+        self.start_at(cell).map(|i| self.dist[i])
     }
 
     /// A point about `ahead` metres further along the path to the nearest station that the
@@ -292,5 +308,60 @@ mod tests {
             p += (w - p).clamp_length_max(0.1);
         }
         assert!(p.distance(Vec2::new(5.5, 1.5)) < 0.35, "{p:?}");
+    }
+
+    /// The queues give exactly the distances a textbook Dijkstra with a binary heap gives (over
+    /// the same open cells and sources), in a cluttered room with many stations.
+    #[test]
+    fn the_queues_give_what_a_heap_gives() {
+        use rand::RngExt;
+        use std::cmp::Reverse;
+        let mut rng = crate::sim::rng::stream(5, "nav-test", 0);
+        let mut s = SceneFile::empty("clutter", 12.0, 9.0);
+        for i in 0..40 {
+            let center = (rng.random_range(0.5..11.5), rng.random_range(0.5..8.5));
+            let size = (rng.random_range(0.1..1.0), rng.random_range(0.1..1.0));
+            s.boxes.push(BoxSpec { name: format!("b{i}"), center, size, angle: rng.random_range(0.0..3.0) });
+        }
+        for i in 0..12 {
+            let pos = (rng.random_range(0.5..11.5), rng.random_range(0.5..8.5));
+            s.stations.push(StationSpec { name: format!("s{i}"), pos, radius: 0.25, rate: 1.0 });
+        }
+        let map = StationMap::new(&s, 0.1);
+        let (cols, rows, cell) = (map.cols as i32, map.rows as i32, map.cell);
+        // Open cells are the finite ones and their unreachable pockets: the heap's walk takes
+        // "blocked" as "infinite", which is the same next to every reachable cell.
+        let open =
+            |x: i32, y: i32| x >= 0 && y >= 0 && x < cols && y < rows && map.dist[(y * cols + x) as usize].is_finite();
+        let mut want = vec![f32::INFINITY; map.dist.len()];
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, d) in map.dist.iter().enumerate() {
+            if *d == 0.0 {
+                want[i] = 0.0;
+                heap.push(Reverse((0u32, i)));
+            }
+        }
+        while let Some(Reverse((bits, i))) = heap.pop() {
+            let d = f32::from_bits(bits);
+            if d > want[i] {
+                continue;
+            }
+            let (x, y) = ((i % map.cols) as i32, (i / map.cols) as i32);
+            for (dx, dy) in NEIGHBOURS {
+                let diagonal = dx != 0 && dy != 0;
+                if !open(x + dx, y + dy) || (diagonal && (!open(x + dx, y) || !open(x, y + dy))) {
+                    continue;
+                }
+                let n = ((y + dy) * cols + x + dx) as usize;
+                let nd = d + if diagonal { cell * std::f32::consts::SQRT_2 } else { cell };
+                if nd < want[n] {
+                    want[n] = nd;
+                    // Positive floats order as their bits.
+                    heap.push(Reverse((nd.to_bits(), n)));
+                }
+            }
+        }
+        assert!(map.dist.iter().filter(|d| d.is_finite()).count() > 1000);
+        assert!(map.dist.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 }
