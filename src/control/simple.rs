@@ -5,8 +5,8 @@ use bevy::prelude::*;
 use rand::RngExt;
 
 use crate::robot::{BumpSensor, Robot};
-use crate::sim::SimTime;
 use crate::sim::rng::SimRng;
+use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, SkillGroup, SkillRequest, Velocity};
 
 /// Drives with a fixed linear (m/s) and angular (rad/s) command.
@@ -71,13 +71,16 @@ pub(super) fn constant_drive(mut robots: Query<(&ConstantDrive, &Executor, &mut 
 
 pub(super) fn wander(
     time: Res<SimTime>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
     mut robots: Query<(&Robot, &BumpSensor, &mut Wander, &Executor, &mut SkillRequest)>,
 ) {
-    for (robot, bump, mut wander, executor, mut request) in &mut robots {
+    // Each robot draws from its own stream and writes only its own request.
+    passes.each_mut(order.0.len(), &mut robots, |(robot, bump, mut wander, executor, mut request)| {
         let (lin, ang) = wander.decide(bump.bumped, time.dt);
         let skill = Velocity { linear: lin * robot.max_speed, angular: ang * robot.max_turn };
         request_velocity(executor, &mut request, skill);
-    }
+    });
 }
 
 #[cfg(test)]
