@@ -708,7 +708,7 @@ fn radio_parameters_from_the_scene_shape_delivery() {
     let mut got_at = None;
     for step in 1..6 {
         if let Some(m) = app.world().get::<RadioIn>(b).unwrap().0.first() {
-            got_at = Some((step, (*m.content).clone(), m.sent_step, m.received_step));
+            got_at = Some((step, m.content().clone(), m.sent_step, m.received_step));
             break;
         }
         run_steps(&mut app, 1);
@@ -793,7 +793,7 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
             .query::<(&Name, &RadioIn)>()
             .iter(app.world())
             .map(|(n, i)| {
-                (n.to_string(), i.0.iter().map(|m| (m.sender.to_string(), m.seq, (*m.content).clone())).collect())
+                (n.to_string(), i.0.iter().map(|m| (m.sender().to_string(), m.seq, m.content().clone())).collect())
             })
             .collect();
         inboxes.sort_by(|a, b| a.0.cmp(&b.0));

@@ -174,17 +174,41 @@ impl Drops {
     }
 }
 
-/// A message on its way, or delivered. The content is shared by every receiver of one send.
+/// A message on its way, or delivered. Its sender and content are one letter shared by every
+/// receiver of one send (one reference count to change per receiver, not two).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message<T> {
-    pub sender: Arc<str>,
+    letter: Arc<Letter<T>>,
     /// `None` for a broadcast.
     pub receiver: Option<Arc<str>>,
-    pub content: Arc<T>,
     pub sent_step: u64,
     pub received_step: u64,
     /// Sending order, for ties.
     pub seq: u64,
+}
+
+/// What every receiver of one send gets: who sent it and what it says.
+#[derive(Debug, PartialEq)]
+struct Letter<T> {
+    sender: Arc<str>,
+    content: T,
+}
+
+impl<T> Message<T> {
+    /// The sender's name.
+    pub fn sender(&self) -> &Arc<str> {
+        &self.letter.sender
+    }
+
+    /// What the message says.
+    pub fn content(&self) -> &T {
+        &self.letter.content
+    }
+
+    /// Whether `other` came from the same send (its receivers share one letter).
+    pub fn same_send(&self, other: &Message<T>) -> bool {
+        Arc::ptr_eq(&self.letter, &other.letter)
+    }
 }
 
 /// Errors of the interface (each is also counted).
@@ -600,7 +624,7 @@ impl<T> CommsModel<T> {
             }
             from.name.clone()
         };
-        let content = Arc::new(content);
+        let letter = Arc::new(Letter { sender, content });
         let (mut queued, mut lost, mut full) = (0, 0, 0);
         for &Reach { receiver, at, probability } in &queue[planned.queue.clone()] {
             let draw: f32 = self.rng.random();
@@ -615,9 +639,8 @@ impl<T> CommsModel<T> {
             }
             self.seq += 1;
             let message = Message {
-                sender: sender.clone(),
+                letter: letter.clone(),
                 receiver: (!planned.broadcast).then(|| record.name.clone()),
-                content: content.clone(),
                 sent_step: step,
                 received_step: at,
                 seq: self.seq,
@@ -782,7 +805,7 @@ mod tests {
         for (from, what, step) in [("a", "late", 0), ("b", "first", 2), ("a", "tie-a", 0)] {
             assert_eq!(send(&mut m, from, Target::Robot("c".into()), what, step, &[], near).queued, 1);
         }
-        let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| *m.content).collect();
+        let got: Vec<&str> = m.get_messages("c", 10).unwrap().into_iter().map(|m| *m.content()).collect();
         // "first" arrives at step 2; "late" and "tie-a" both at 3, in sending order.
         assert_eq!(got, vec!["first", "late", "tie-a"]);
         assert!(m.get_messages("c", 10).unwrap().is_empty(), "removed once delivered");
@@ -821,7 +844,7 @@ mod tests {
         assert_eq!((out.queued, out.dropped(DropCause::OutOfRange), out.total()), (2, 1, 3));
         assert!(m.get_messages("a", 0).unwrap().is_empty());
         let got = m.get_messages("b", 0).unwrap();
-        assert_eq!((got[0].receiver.clone(), &*got[0].sender), (None, "a"));
+        assert_eq!((got[0].receiver.clone(), &**got[0].sender()), (None, "a"));
         assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
         assert!(m.get_messages("d", 0).unwrap().is_empty());
     }
@@ -983,7 +1006,7 @@ mod tests {
         assert!(one.stats.dropped.get(DropCause::Lost) > 0 && one.stats.dropped.get(DropCause::InboxFull) > 0);
         for r in robots {
             let got = |m: &mut CommsModel<&'static str>| {
-                m.get_messages(r, 8).unwrap().into_iter().map(|m| (m.sender, m.seq)).collect::<Vec<_>>()
+                m.get_messages(r, 8).unwrap().into_iter().map(|m| (m.sender().clone(), m.seq)).collect::<Vec<_>>()
             };
             assert_eq!(got(&mut one), got(&mut two), "{r}");
         }
@@ -999,8 +1022,8 @@ mod tests {
         let out = m.send(m.id("a"), To::Broadcast, "hello".to_string(), 0, &all, |_, _| None);
         assert_eq!(out.queued, 2);
         let (b, c) = (m.get_messages("b", 0).unwrap(), m.get_messages("c", 0).unwrap());
-        assert!(Arc::ptr_eq(&b[0].content, &c[0].content));
-        assert_eq!((&*b[0].sender, b[0].receiver.as_deref()), ("a", None));
+        assert!(b[0].same_send(&c[0]));
+        assert_eq!((&**b[0].sender(), b[0].receiver.as_deref()), ("a", None));
     }
 
     #[test]

@@ -316,7 +316,7 @@ pub(super) fn capture(
         for m in &inbox.0 {
             radio.delivered.push(RadioDelivery {
                 to: to.to_string(),
-                from: m.sender.to_string(),
+                from: m.sender().to_string(),
                 sent_step: m.sent_step,
             });
         }

@@ -73,7 +73,7 @@ fn collect_flashes(
     let by_name: HashMap<&str, Entity> = names.iter().map(|(e, n)| (n.as_str(), e)).collect();
     for (receiver, inbox) in &inboxes {
         for m in &inbox.0 {
-            if let Some(&sender) = by_name.get(&*m.sender) {
+            if let Some(&sender) = by_name.get(&**m.sender()) {
                 flashes.0.push((sender, receiver, FLASH_SECONDS));
             }
         }
@@ -189,7 +189,7 @@ pub fn radio_section(
             let pending: Vec<String> = record
                 .pending()
                 .take(10)
-                .map(|m| format!("  from {} sent {} due {}", m.sender, m.sent_step, m.received_step))
+                .map(|m| format!("  from {} sent {} due {}", m.sender(), m.sent_step, m.received_step))
                 .collect();
             ui.label(format!("inbox: {} pending", record.pending().count()));
             for line in pending {

@@ -87,7 +87,7 @@ pub(in crate::control) fn explore(
         // What the others found: obstacle cells this explorer need never touch itself.
         if let Some((inbox, _)) = radio.as_ref() {
             for message in &inbox.0 {
-                if let Payload::Obstacles(points) = &*message.content {
+                if let Payload::Obstacles(points) = message.content() {
                     ex.hear_obstacles(points);
                 }
             }

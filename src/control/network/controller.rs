@@ -425,8 +425,8 @@ pub(in crate::control) fn think(
         let nc = &mut *nc;
         let me = name.as_str();
         let (pos, heading) = cache.pose(transform);
-        let heard = inbox.0.iter().filter_map(|m| match &*m.content {
-            Payload::Claim { pen, distance } => Some((m.sender.clone(), pen.clone(), *distance)),
+        let heard = inbox.0.iter().filter_map(|m| match m.content() {
+            Payload::Claim { pen, distance } => Some((m.sender().clone(), pen.clone(), *distance)),
             _ => None,
         });
         nc.hear_claims(heard, now);

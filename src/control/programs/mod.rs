@@ -584,10 +584,10 @@ fn exchange(
                 .0
                 .iter()
                 .map(|m| InMessage {
-                    from: m.sender.to_string(),
+                    from: m.sender().to_string(),
                     sent: m.sent_step,
                     broadcast: m.receiver.is_none(),
-                    content: m.content.to_json(),
+                    content: m.content().to_json(),
                 })
                 .collect(),
             boxed: r.gripper.boxed,
