@@ -105,7 +105,7 @@ pub(super) fn sense_sonars(
         };
         let (lo, hi) = beam.bounds();
         let mut now: Vec<Entity> = Vec::new();
-        index.discs_around((lo + hi) / 2.0, (hi - lo).max_element() / 2.0, |d| {
+        index.discs_in(lo, hi, |d| {
             if d.kind == Some(Seeable::Robot) {
                 now.push(d.entity);
             }

@@ -44,10 +44,7 @@ impl OpenCells {
     }
 
     fn pop(&mut self) -> Option<(f32, usize)> {
-        let nearest = (0..3)
-            .filter_map(|q| Some((self.queues[q].front()?.0, q)))
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?
-            .1;
+        let nearest = (0..3).filter_map(|q| Some((self.queues[q].front()?.0, q))).min_by(|a, b| a.0.total_cmp(&b.0))?.1;
         self.queues[nearest].pop_front()
     }
 }
