@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use bevy::ecs::query::QueryData;
 use bevy::prelude::*;
+use bevy::utils::Parallel;
 
 use super::manager::{
     BotManager, Heard, LinkAction, LinkCounters, LinkRequest, RoundPacket, change_state, group_slots, hear, refusal,
@@ -19,11 +20,11 @@ use super::packet::{Command, EMPTY_SLOT, UpdateSlot, decode, encode};
 use super::transmitter::Flushed;
 use super::transport::{BotSocket, CentralSocket, join_group, obey, open_central, receive_all, wait_for};
 use super::udp::status_of;
-use super::{BotLink, LinkState, Outbox};
+use super::{BotLink, LinkChanged, LinkState, Outbox};
 use crate::robot::{Battery, BumpSensor, DriveCommand, GripCommand, Gripper, LampState, ReportedPose, Robot};
 use crate::scene::ActiveScene;
 use crate::scene::schema::Transport;
-use crate::sim::{RobotOrder, SimTime};
+use crate::sim::{Passes, RobotOrder, SimTime};
 
 /// Bytes of an update-all packet.
 const UPDATE_ALL_LEN: usize = super::packet::HEADER_LEN + super::packet::UPDATE_ALL_SLOTS * super::packet::SLOT_LEN;
@@ -120,6 +121,31 @@ pub(super) struct Scratch {
     here_start: Vec<u32>,
     /// The update-all slot each bot inside the process received.
     slot_in: Vec<Option<UpdateSlot>>,
+    /// What the parallel pass over the bots gathers for the manager, per thread.
+    gathered: Parallel<Gathered>,
+}
+
+/// What one thread of the pass over the bots gathers for the manager.
+#[derive(Default)]
+struct Gathered {
+    /// Unicast commands: (robot index, command), each bot's in its order.
+    queue: Vec<(u32, Command)>,
+    /// Round slots: (robot index, slot).
+    slots: Vec<(u32, UpdateSlot)>,
+    /// Bots not reached inside the process: (robot index, where).
+    reach: Vec<(u32, Reach)>,
+    /// Links the watchdog dropped to connecting.
+    stopped: Vec<Stopped>,
+}
+
+/// A link the watchdog stopped: counted in its own counters, announced and counted in the
+/// manager's totals after the pass.
+struct Stopped {
+    index: u32,
+    entity: Entity,
+    from: LinkState,
+    /// Whether the state machine let it change (else only the stop is counted).
+    changed: bool,
 }
 
 /// What this step sent over UDP and what the ends and the manager wait for.
@@ -138,6 +164,7 @@ pub(super) fn exchange(
     time: Res<SimTime>,
     active: Res<ActiveScene>,
     order: Res<RobotOrder>,
+    passes: Res<Passes>,
     mut manager: ResMut<BotManager>,
     mut central: ResMut<CentralSocket>,
     mut requests: MessageReader<LinkRequest>,
@@ -174,8 +201,9 @@ pub(super) fn exchange(
         }
     }
 
-    // The watchdog, the delegate, the status requests and the round, bot by bot (a pass in the
-    // query's order; what it queues is put in robot order below).
+    // The watchdog, the delegate, the status requests and the round, bot by bot: a parallel pass
+    // in which each bot changes only its own link and outbox, and what goes to the manager is
+    // gathered per thread and put in robot order below.
     let n = order.0.len();
     let sc = &mut *scratch;
     sc.queue.clear();
@@ -183,54 +211,94 @@ pub(super) fn exchange(
     sc.slots.resize(n, None);
     sc.reach.clear();
     sc.reach.resize(n, Reach::Here);
-    for mut b in &mut bots {
-        if !b.link.managed {
-            continue;
-        }
-        let index = b.robot.index;
-        let Some(i) = usize::try_from(index).ok().filter(|&i| i < n) else { continue };
-        sc.reach[i] = reach(&b.link, index, &central);
-        let link = &mut *b.link;
-        if link.state == LinkState::Online && now - link.last_packet_s > f64::from(spec.watchdog) {
-            change_state(&mut commands, b.entity, link, LinkState::Connecting, &mut m.totals);
-            link.counters.watchdog_stops += 1;
-            m.totals.watchdog_stops += 1;
-        }
-        for command in b.outbox.commands.drain(..) {
-            match command {
-                Command::Move { linear, angular } => (link.command.linear, link.command.angular) = (linear, angular),
-                Command::Grip { close } => link.command.grip = close,
-                Command::Lamp { on } => link.command.lamp = on,
-                other => sc.queue.push((index, other)),
+    let (step, status_every, watchdog) = (time.step, m.status_every, f64::from(spec.watchdog));
+    {
+        let central = &*central;
+        let gathered = &sc.gathered;
+        passes.each_mut_with(n, &mut bots, || gathered.borrow_local_mut(), |g, mut b| {
+            if !b.link.managed {
+                return;
             }
-        }
-        if status_due(time.step, index, m.status_every) {
-            match link.state {
-                LinkState::Online => sc.queue.push((index, Command::StatusRequest)),
-                LinkState::Connecting => sc.queue.push((index, Command::Ping)),
-                LinkState::Offline => {}
+            let index = b.robot.index;
+            if usize::try_from(index).map_or(true, |i| i >= n) {
+                return;
             }
-        }
-        if round {
-            match link.state {
-                LinkState::Online => {
-                    sc.slots[i] = Some(UpdateSlot { bot: index as u16, ..link.command });
-                    // Counted here, where the link is at hand anyway: inside the process every
-                    // round packet reaches its bots.
-                    if sc.reach[i] == Reach::Here {
-                        link.counters.sent.update_all.add(UPDATE_ALL_LEN);
-                        link.packets_sent += 1;
+            let to = reach(&b.link, index, central);
+            if to != Reach::Here {
+                g.reach.push((index, to));
+            }
+            let entity = b.entity;
+            let link = &mut *b.link;
+            if link.state == LinkState::Online && now - link.last_packet_s > watchdog {
+                let from = link.state;
+                let changed = from.can_become(LinkState::Connecting);
+                if changed {
+                    link.state = LinkState::Connecting;
+                    link.counters.state_changes += 1;
+                }
+                link.counters.watchdog_stops += 1;
+                g.stopped.push(Stopped { index, entity, from, changed });
+            }
+            for command in b.outbox.commands.drain(..) {
+                match command {
+                    Command::Move { linear, angular } => {
+                        (link.command.linear, link.command.angular) = (linear, angular);
                     }
+                    Command::Grip { close } => link.command.grip = close,
+                    Command::Lamp { on } => link.command.lamp = on,
+                    other => g.queue.push((index, other)),
                 }
-                // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
-                LinkState::Connecting => {
-                    sc.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
-                    sc.queue.push((index, Command::Lamp { on: false }));
-                }
-                LinkState::Offline => {}
             }
-        }
+            if status_due(step, index, status_every) {
+                match link.state {
+                    LinkState::Online => g.queue.push((index, Command::StatusRequest)),
+                    LinkState::Connecting => g.queue.push((index, Command::Ping)),
+                    LinkState::Offline => {}
+                }
+            }
+            if round {
+                match link.state {
+                    LinkState::Online => {
+                        g.slots.push((index, UpdateSlot { bot: index as u16, ..link.command }));
+                        // Counted here, where the link is at hand anyway: inside the process
+                        // every round packet reaches its bots.
+                        if to == Reach::Here {
+                            link.counters.sent.update_all.add(UPDATE_ALL_LEN);
+                            link.packets_sent += 1;
+                        }
+                    }
+                    // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
+                    LinkState::Connecting => {
+                        g.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
+                        g.queue.push((index, Command::Lamp { on: false }));
+                    }
+                    LinkState::Offline => {}
+                }
+            }
+        });
     }
+    let mut stopped = Vec::new();
+    for g in sc.gathered.iter_mut() {
+        sc.queue.append(&mut g.queue);
+        for (index, slot) in g.slots.drain(..) {
+            sc.slots[index as usize] = Some(slot);
+        }
+        for (index, to) in g.reach.drain(..) {
+            sc.reach[index as usize] = to;
+        }
+        stopped.append(&mut g.stopped);
+    }
+    // The watchdog's stops announced in robot order.
+    stopped.sort_by_key(|s| s.index);
+    for Stopped { entity, from, changed, .. } in stopped {
+        if changed {
+            commands.trigger(LinkChanged { bot: entity, from, to: LinkState::Connecting });
+            m.totals.state_changes += 1;
+        }
+        m.totals.watchdog_stops += 1;
+    }
+    // A bot's commands come from one thread in the order it gave them: sorted by robot index
+    // (a stable sort), the queue is the same on any number of threads.
     sc.queue.sort_by_key(|(index, _)| *index);
     for (index, command) in sc.queue.drain(..) {
         m.send(index, &command);
@@ -371,29 +439,50 @@ pub(super) fn exchange(
         for i in 0..n {
             sc.here_start[i + 1] += sc.here_start[i];
         }
-        for mut b in &mut bots {
-            let i = b.robot.index as usize;
-            if !b.link.managed || i >= n || sc.reach[i] != Reach::Here {
-                continue;
-            }
-            let index = b.robot.index;
-            for k in sc.here_start[i] as usize..sc.here_start[i + 1] as usize {
-                let (_, command, len) = &sc.here[k];
-                b.link.counters.sent.unicast.add(*len);
-                b.link.remember(time.step, command.clone(), *len);
-                let b = &mut b;
-                if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
-                    let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, &names));
-                    m.totals.received.add(status.len());
-                    take_answer(&mut commands, m, b.entity, &mut b.link, &status, now);
+        // The round's slots, in parallel: a bot with nothing else sent to it only sets its drive,
+        // gripper and lamp from its slot.
+        {
+            let (slot_in, here_start) = (&sc.slot_in, &sc.here_start);
+            passes.each_mut(n, &mut bots, |mut b| {
+                let i = b.robot.index as usize;
+                if i >= n || here_start[i] < here_start[i + 1] {
+                    return;
+                }
+                if let Some(slot) = slot_in[i] {
+                    let b = &mut b;
+                    let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
+                    slots[0] = slot;
+                    obey(b.robot.index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
+                }
+            });
+        }
+        // The bots with unicast commands, in robot order: the commands, then the round's slot;
+        // what they answer is taken by the manager at once.
+        let mut k = 0;
+        while k < sc.here.len() {
+            let index = sc.here[k].0;
+            let i = index as usize;
+            let end = sc.here_start[i + 1] as usize;
+            let bot = order.0.get(i).and_then(|&e| bots.get_mut(e).ok());
+            if let Some(mut b) = bot.filter(|b| b.link.managed && b.robot.index == index && sc.reach[i] == Reach::Here) {
+                for (_, command, len) in &sc.here[k..end] {
+                    b.link.counters.sent.unicast.add(*len);
+                    b.link.remember(time.step, command.clone(), *len);
+                    let b = &mut b;
+                    if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
+                        let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, &names));
+                        m.totals.received.add(status.len());
+                        take_answer(&mut commands, m, b.entity, &mut b.link, &status, now);
+                    }
+                }
+                if let Some(slot) = sc.slot_in[i] {
+                    let b = &mut b;
+                    let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
+                    slots[0] = slot;
+                    obey(index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
                 }
             }
-            if let Some(slot) = sc.slot_in[i].take() {
-                let b = &mut b;
-                let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
-                slots[0] = slot;
-                obey(index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
-            }
+            k = end;
         }
     }
 

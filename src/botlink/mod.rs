@@ -314,7 +314,9 @@ fn transmit(
 fn watchdog(
     mut commands: Commands,
     time: Res<SimTime>,
-    mut robots: Query<(Entity, &mut BotLink, &mut Outbox)>,
+    // External robots only: each has its UDP endpoint (reading every link's flag would cost a
+    // cache miss per robot per step in a large swarm).
+    mut robots: Query<(Entity, &mut BotLink, &mut Outbox), With<udp::UdpEndpoint>>,
     mut status: ResMut<SceneStatus>,
 ) {
     let now = time.seconds() + f64::from(time.dt);

@@ -49,14 +49,30 @@ pub(super) fn apply_gripper(
     mut commands: Commands,
     rapier: ReadRapierContext,
     order: Res<RobotOrder>,
-    mut robots: Query<(&Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
+    mut robots: Query<(Entity, &Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
     mut boxes: Query<&mut PenBox>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
+    // The robots with something to do (grip a pen in reach, or let go), found in one pass over
+    // the components: in a large swarm most have nothing, and looking every robot up in robot
+    // order would cost a lookup each.
+    let mut acting: Vec<Entity> = robots
+        .iter()
+        .filter(|(.., cmd, sensor, gripper)| match (cmd.close, gripper.holding) {
+            (true, None) => sensor.pen_in_reach.is_some(),
+            (false, Some(_)) => true,
+            _ => false,
+        })
+        .map(|(entity, ..)| entity)
+        .collect();
+    if acting.is_empty() {
+        return;
+    }
+    acting.sort_unstable();
     let mut taken: Vec<Entity> = Vec::new();
     // Robot order decides who gets a pen two robots reach for in the same step.
-    for &entity in &order.0 {
-        let Ok((transform, cache, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
+    for &entity in order.0.iter().filter(|e| acting.binary_search(e).is_ok()) {
+        let Ok((_, transform, cache, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
             continue;
         };
         match (cmd.close, gripper.holding) {

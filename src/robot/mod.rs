@@ -125,7 +125,12 @@ fn refresh_pose_cache(
     order: Res<RobotOrder>,
     mut robots: Query<(&Transform, &mut PoseCache), Changed<Transform>>,
 ) {
-    passes.each_mut(order.0.len(), &mut robots, |(t, mut cache)| *cache = PoseCache::of(t));
+    // A robot that only moved (drove straight) keeps its heading: no atan2, sine or cosine.
+    passes.each_mut(order.0.len(), &mut robots, |(t, mut cache)| {
+        if cache.rotation != t.rotation {
+            *cache = PoseCache::of(t);
+        }
+    });
 }
 
 /// Wraps an angle to (-π, π].

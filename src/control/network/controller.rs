@@ -389,7 +389,7 @@ type ThinkItem<'a> = (
 /// controller, skill request and radio output, so with many robots they think in parallel
 /// chunks, with the same results as one by one.
 #[allow(clippy::too_many_arguments)]
-pub(in crate::control) fn think(
+pub(in crate::control) fn think<'w>(
     rapier: ReadRapierContext,
     time: Res<SimTime>,
     passes: Res<Passes>,
@@ -404,14 +404,15 @@ pub(in crate::control) fn think(
         (&Executor, &mut SkillRequest),
         (&RadioIn, &mut RadioOut),
     )>,
-    names: Query<&Name>,
+    names: Query<'w, '_, &Name>,
     held: Query<&Held>,
     boxed: Query<(), With<Boxed>>,
     kinds: Query<&Seeable>,
 ) {
     let Ok(ctx) = rapier.single() else { return };
     let now = time.step;
-    let think_one = |item: ThinkItem| {
+    // `seen` is each chunk's scratch list of candidates, reused from robot to robot.
+    let think_one = |seen: &mut Vec<Candidate<'w>>, item: ThinkItem| {
         let (
             entity,
             name,
@@ -439,18 +440,14 @@ pub(in crate::control) fn think(
 
         // Subjects follow the camera's latest picture.
         for kind in SubjectKind::ALL {
-            let seen: Vec<Candidate> = view
-                .seen
-                .iter()
-                .filter(|s| subject_of(s.kind) == Some(kind))
-                .map(|s| Candidate {
-                    entity: s.entity,
-                    pen: (kind == SubjectKind::Pen).then(|| names.get(s.entity).ok().map(Name::as_str)).flatten(),
-                    distance: s.distance,
-                    position: pos + Vec2::from_angle(heading + s.bearing) * s.distance,
-                })
-                .collect();
-            nc.choose_subject(kind, &seen, me, now, view.step == now);
+            seen.clear();
+            seen.extend(view.seen.iter().filter(|s| subject_of(s.kind) == Some(kind)).map(|s| Candidate {
+                entity: s.entity,
+                pen: (kind == SubjectKind::Pen).then(|| names.get_inner(s.entity).ok().map(Name::as_str)).flatten(),
+                distance: s.distance,
+                position: pos + Vec2::from_angle(heading + s.bearing) * s.distance,
+            }));
+            nc.choose_subject(kind, seen, me, now, view.step == now);
         }
 
         // Announce the pen it goes for.
@@ -515,7 +512,7 @@ pub(in crate::control) fn think(
             request.0 = Some(facade);
         }
     };
-    passes.each_mut(order.0.len(), &mut robots, think_one);
+    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, think_one);
 }
 
 #[cfg(test)]
