@@ -77,7 +77,44 @@ pub struct Odometry {
 /// Position and heading (radians, counter-clockwise from +x) of a transform.
 pub fn pose(t: &Transform) -> (Vec2, f32) {
     let dir = (t.rotation * Vec3::X).truncate();
-    (t.translation.truncate(), dir.y.atan2(dir.x))
+    (t.translation.truncate(), angle_of(dir))
+}
+
+/// The direction of `v`, radians in [-π, π]: `v.y.atan2(v.x)` to within 3.2e-7 rad (1.3 units
+/// in the last place near π), computed with a polynomial rather than the C library's
+/// `atan2f`, which took 6–10% of a large swarm's time in the camera and pose alone. Pure
+/// arithmetic without fused operations: the same result on every machine and thread. Zero,
+/// infinite and NaN components go to `atan2` itself.
+pub fn angle_of(v: Vec2) -> f32 {
+    use std::f32::consts::{FRAC_PI_2, PI};
+    // atan(a) = a + a·s·P(s), s = a², for a in [0, 1] (the minimax polynomial of SLEEF's atanf).
+    const P: [f32; 8] = [
+        0.002_823_639,
+        -0.015_956_903,
+        0.042_504_99,
+        -0.074_890_09,
+        0.106_347_93,
+        -0.142_027_36,
+        0.199_926_96,
+        -0.333_331_02,
+    ];
+    let (ax, ay) = (v.x.abs(), v.y.abs());
+    let swap = ay > ax;
+    let (num, den) = if swap { (ax, ay) } else { (ay, ax) };
+    if !(den > 0.0 && den.is_finite()) {
+        return v.y.atan2(v.x);
+    }
+    let a = num / den;
+    let s = a * a;
+    let p = P.iter().fold(0.0f32, |u, &c| u * s + c);
+    let mut r = p * s * a + a;
+    if swap {
+        r = FRAC_PI_2 - r;
+    }
+    if v.x < 0.0 {
+        r = PI - r;
+    }
+    if v.y.is_sign_negative() { -r } else { r }
 }
 
 /// A robot's heading and the unit vector it faces, computed once per step from its transform:
@@ -222,6 +259,49 @@ mod tests {
         let turned = transform2d(Vec2::new(3.0, 2.0), -1.0);
         assert_eq!(cache.pose(&turned), pose(&turned));
         assert_eq!(PoseCache::default().pose(&turned), pose(&turned));
+    }
+
+    #[test]
+    fn angle_of_is_atan2_to_a_third_of_a_microradian_or_better() {
+        let exact = |v: Vec2| f64::from(v.y).atan2(f64::from(v.x));
+        let mut worst = 0.0f64;
+        let mut check = |v: Vec2| {
+            let got = angle_of(v);
+            worst = worst.max((f64::from(got) - exact(v)).abs());
+            assert!((-PI..=PI).contains(&got), "{v}: {got}");
+        };
+        // Every direction in steps of a thousandth of a degree, at three lengths.
+        for k in 0..360_000 {
+            let a = (k as f64 / 1000.0 - 180.0).to_radians();
+            for r in [1e-3, 1.0, 1e4] {
+                check(Vec2::new((r * a.cos()) as f32, (r * a.sin()) as f32));
+            }
+        }
+        // The axes, the diagonals and near them.
+        for (x, y) in [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0), (1.0, 1.0), (-1.0, -1.0), (1.0, 1.000_001)] {
+            check(Vec2::new(x, y));
+        }
+        assert!(worst < 3.2e-7, "worst error {worst} rad");
+    }
+
+    #[test]
+    fn angle_of_keeps_atan2s_zeros_infinities_and_nan() {
+        for v in [
+            Vec2::ZERO,
+            Vec2::new(-0.0, 0.0),
+            Vec2::new(0.0, -0.0),
+            Vec2::new(-0.0, -0.0),
+            Vec2::new(-1.0, 0.0),
+            Vec2::new(-1.0, -0.0),
+            Vec2::new(1.0, -0.0),
+            Vec2::new(f32::INFINITY, 1.0),
+            Vec2::new(f32::INFINITY, f32::NEG_INFINITY),
+            Vec2::new(2.0, f32::INFINITY),
+        ] {
+            assert_eq!(angle_of(v).to_bits(), v.y.atan2(v.x).to_bits(), "{v:?}");
+        }
+        assert!(angle_of(Vec2::new(f32::NAN, 1.0)).is_nan());
+        assert!(angle_of(Vec2::new(1.0, f32::NAN)).is_nan());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
-use super::{Battery, Gripper, Odometry, PoseCache, Robot, pose, wrap_angle};
+use super::{Battery, Gripper, Odometry, PoseCache, Robot, angle_of, pose, wrap_angle};
 use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::world::spatial::{groups_match, seeable_groups};
 use crate::world::{Seeable, SpatialIndex, groups};
@@ -131,7 +131,7 @@ pub(super) fn sense_bump(
             let heading = pose(transform).1;
             let bearing = |towards: Vec2| {
                 let towards = if towards.length_squared() > 1e-12 { towards } else { Vec2::X };
-                wrap_angle(towards.y.atan2(towards.x) - heading)
+                wrap_angle(angle_of(towards) - heading)
             };
             bump.bearings = found.iter().map(|f| bearing(f.1)).collect();
             // The contacts that started this step, for the events below.
@@ -242,7 +242,7 @@ fn camera_picture(
         if distance > range || distance <= f32::EPSILON || rel.dot(facing) < cos_wide * distance {
             return;
         }
-        let bearing = wrap_angle(rel.y.atan2(rel.x) - heading);
+        let bearing = wrap_angle(angle_of(rel) - heading);
         if bearing.abs() > half_fov {
             return;
         }

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use bevy::prelude::*;
 
 use crate::botlink::packet::Command;
-use crate::robot::wrap_angle;
+use crate::robot::{angle_of, wrap_angle};
 
 /// The independent actuator groups: one skill of each may run at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -374,7 +374,7 @@ impl Skill for MoveTo {
 /// Steer towards `to` (at distance `dist`, > 0): drive only when roughly facing it, slowing on
 /// arrival.
 fn approach(to: Vec2, dist: f32, speed: f32, ctx: &SkillContext) -> Command {
-    let err = wrap_angle(to.y.atan2(to.x) - ctx.heading);
+    let err = wrap_angle(angle_of(to) - ctx.heading);
     let facing = err.cos().max(0.0);
     let speed = speed.abs().min(ctx.max_speed);
     let linear = if err.abs() < std::f32::consts::FRAC_PI_4 { (dist / ctx.period).min(speed) * facing } else { 0.0 };
@@ -399,7 +399,7 @@ impl Skill for Follow {
         let to = target - ctx.position;
         let gap = to.length() - self.distance;
         if gap <= DISTANCE_TOLERANCE {
-            let err = wrap_angle(to.y.atan2(to.x) - ctx.heading);
+            let err = wrap_angle(angle_of(to) - ctx.heading);
             return (vec![Command::Move { linear: 0.0, angular: turn_rate(err, ctx) }], SkillStatus::Running);
         }
         (vec![approach(to, gap, self.speed, ctx)], SkillStatus::Running)

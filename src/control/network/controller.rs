@@ -25,7 +25,8 @@ use super::units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind
 use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::control::simple::Wander;
 use crate::robot::{
-    Battery, BumpSensor, CameraView, GripSensor, Gripper, PoseCache, PowerSensor, Robot, carry_point, wrap_angle,
+    Battery, BumpSensor, CameraView, GripSensor, Gripper, PoseCache, PowerSensor, Robot, angle_of, carry_point,
+    wrap_angle,
 };
 use crate::scene::ActiveScene;
 use crate::sim::rng::stream;
@@ -362,7 +363,7 @@ pub(in crate::control) fn attach(
 /// Bearing and distance of a point from a pose.
 fn view_of(at: Vec2, heading: f32, target: Vec2) -> View {
     let rel = target - at;
-    View { distance: rel.length(), bearing: wrap_angle(rel.y.atan2(rel.x) - heading) }
+    View { distance: rel.length(), bearing: wrap_angle(angle_of(rel) - heading) }
 }
 
 fn subject_of(kind: Seeable) -> Option<SubjectKind> {
