@@ -16,7 +16,7 @@ use super::manager::{
     BotManager, Heard, LinkAction, LinkCounters, LinkRequest, RoundPacket, change_state, group_slots, hear, refusal,
     status_due,
 };
-use super::packet::{Command, EMPTY_SLOT, UpdateSlot, decode, encode};
+use super::packet::{Command, EMPTY_SLOT, UpdateSlot, decode, encode, encode_into};
 use super::transmitter::Flushed;
 use super::transport::{BotSocket, CentralSocket, join_group, obey, open_central, receive_all, wait_for};
 use super::udp::status_of;
@@ -123,6 +123,8 @@ pub(super) struct Scratch {
     slot_in: Vec<Option<UpdateSlot>>,
     /// What the parallel pass over the bots gathers for the manager, per thread.
     gathered: Parallel<Gathered>,
+    /// Room for the next round's packets.
+    spare: Vec<Vec<u8>>,
 }
 
 /// What one thread of the pass over the bots gathers for the manager.
@@ -215,67 +217,72 @@ pub(super) fn exchange(
     {
         let central = &*central;
         let gathered = &sc.gathered;
-        passes.each_mut_with(n, &mut bots, || gathered.borrow_local_mut(), |g, mut b| {
-            if !b.link.managed {
-                return;
-            }
-            let index = b.robot.index;
-            if usize::try_from(index).map_or(true, |i| i >= n) {
-                return;
-            }
-            let to = reach(&b.link, index, central);
-            if to != Reach::Here {
-                g.reach.push((index, to));
-            }
-            let entity = b.entity;
-            let link = &mut *b.link;
-            if link.state == LinkState::Online && now - link.last_packet_s > watchdog {
-                let from = link.state;
-                let changed = from.can_become(LinkState::Connecting);
-                if changed {
-                    link.state = LinkState::Connecting;
-                    link.counters.state_changes += 1;
+        passes.each_mut_with(
+            n,
+            &mut bots,
+            || gathered.borrow_local_mut(),
+            |g, mut b| {
+                if !b.link.managed {
+                    return;
                 }
-                link.counters.watchdog_stops += 1;
-                g.stopped.push(Stopped { index, entity, from, changed });
-            }
-            for command in b.outbox.commands.drain(..) {
-                match command {
-                    Command::Move { linear, angular } => {
-                        (link.command.linear, link.command.angular) = (linear, angular);
+                let index = b.robot.index;
+                if usize::try_from(index).map_or(true, |i| i >= n) {
+                    return;
+                }
+                let to = reach(&b.link, index, central);
+                if to != Reach::Here {
+                    g.reach.push((index, to));
+                }
+                let entity = b.entity;
+                let link = &mut *b.link;
+                if link.state == LinkState::Online && now - link.last_packet_s > watchdog {
+                    let from = link.state;
+                    let changed = from.can_become(LinkState::Connecting);
+                    if changed {
+                        link.state = LinkState::Connecting;
+                        link.counters.state_changes += 1;
                     }
-                    Command::Grip { close } => link.command.grip = close,
-                    Command::Lamp { on } => link.command.lamp = on,
-                    other => g.queue.push((index, other)),
+                    link.counters.watchdog_stops += 1;
+                    g.stopped.push(Stopped { index, entity, from, changed });
                 }
-            }
-            if status_due(step, index, status_every) {
-                match link.state {
-                    LinkState::Online => g.queue.push((index, Command::StatusRequest)),
-                    LinkState::Connecting => g.queue.push((index, Command::Ping)),
-                    LinkState::Offline => {}
-                }
-            }
-            if round {
-                match link.state {
-                    LinkState::Online => {
-                        g.slots.push((index, UpdateSlot { bot: index as u16, ..link.command }));
-                        // Counted here, where the link is at hand anyway: inside the process
-                        // every round packet reaches its bots.
-                        if to == Reach::Here {
-                            link.counters.sent.update_all.add(UPDATE_ALL_LEN);
-                            link.packets_sent += 1;
+                for command in b.outbox.commands.drain(..) {
+                    match command {
+                        Command::Move { linear, angular } => {
+                            (link.command.linear, link.command.angular) = (linear, angular);
                         }
+                        Command::Grip { close } => link.command.grip = close,
+                        Command::Lamp { on } => link.command.lamp = on,
+                        other => g.queue.push((index, other)),
                     }
-                    // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
-                    LinkState::Connecting => {
-                        g.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
-                        g.queue.push((index, Command::Lamp { on: false }));
-                    }
-                    LinkState::Offline => {}
                 }
-            }
-        });
+                if status_due(step, index, status_every) {
+                    match link.state {
+                        LinkState::Online => g.queue.push((index, Command::StatusRequest)),
+                        LinkState::Connecting => g.queue.push((index, Command::Ping)),
+                        LinkState::Offline => {}
+                    }
+                }
+                if round {
+                    match link.state {
+                        LinkState::Online => {
+                            g.slots.push((index, UpdateSlot { bot: index as u16, ..link.command }));
+                            // Counted here, where the link is at hand anyway: inside the process
+                            // every round packet reaches its bots.
+                            if to == Reach::Here {
+                                link.counters.sent.update_all.add(UPDATE_ALL_LEN);
+                                link.packets_sent += 1;
+                            }
+                        }
+                        // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
+                        LinkState::Connecting => {
+                            g.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
+                            g.queue.push((index, Command::Lamp { on: false }));
+                        }
+                        LinkState::Offline => {}
+                    }
+                }
+            },
+        );
     }
     let mut stopped = Vec::new();
     for g in sc.gathered.iter_mut() {
@@ -303,12 +310,15 @@ pub(super) fn exchange(
     for (index, command) in sc.queue.drain(..) {
         m.send(index, &command);
     }
-    m.round.clear();
+    // Last round's packets lend their room to this round's.
+    sc.spare.extend(m.round.drain(..).map(|p| p.bytes));
     if round {
         m.rounds += 1;
-        let round = &mut m.round;
+        let (round, spare) = (&mut m.round, &mut sc.spare);
         group_slots(sc.slots.iter().flatten().copied(), |packet| {
-            round.push(RoundPacket { bytes: encode(&Command::UpdateAll(packet)) });
+            let mut bytes = spare.pop().unwrap_or_default();
+            encode_into(&Command::UpdateAll(packet), &mut bytes);
+            round.push(RoundPacket { bytes });
         });
     }
 
@@ -452,7 +462,14 @@ pub(super) fn exchange(
                     let b = &mut b;
                     let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
                     slots[0] = slot;
-                    obey(b.robot.index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
+                    obey(
+                        b.robot.index,
+                        &Command::UpdateAll(slots),
+                        &mut b.robot,
+                        &mut b.drive,
+                        &mut b.grip,
+                        &mut b.lamp,
+                    );
                 }
             });
         }
@@ -464,7 +481,8 @@ pub(super) fn exchange(
             let i = index as usize;
             let end = sc.here_start[i + 1] as usize;
             let bot = order.0.get(i).and_then(|&e| bots.get_mut(e).ok());
-            if let Some(mut b) = bot.filter(|b| b.link.managed && b.robot.index == index && sc.reach[i] == Reach::Here) {
+            if let Some(mut b) = bot.filter(|b| b.link.managed && b.robot.index == index && sc.reach[i] == Reach::Here)
+            {
                 for (_, command, len) in &sc.here[k..end] {
                     b.link.counters.sent.unicast.add(*len);
                     b.link.remember(time.step, command.clone(), *len);

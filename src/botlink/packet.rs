@@ -248,6 +248,14 @@ impl PacketError {
 /// Encodes a command as a packet.
 pub fn encode(cmd: &Command) -> Vec<u8> {
     let mut packet = Vec::with_capacity(HEADER_LEN + payload_len(cmd));
+    encode_into(cmd, &mut packet);
+    packet
+}
+
+/// Encodes a command into `packet` (emptied first; its room is reused).
+pub fn encode_into(cmd: &Command, packet: &mut Vec<u8>) {
+    packet.clear();
+    packet.reserve(HEADER_LEN + payload_len(cmd));
     packet.extend(cmd.id().to_le_bytes());
     packet.extend([0, 0]);
     match cmd {
@@ -292,7 +300,6 @@ pub fn encode(cmd: &Command) -> Vec<u8> {
     }
     let len = (packet.len() - HEADER_LEN) as u16;
     packet[2..4].copy_from_slice(&len.to_le_bytes());
-    packet
 }
 
 /// The payload's length, at most (for the packet's one allocation).
