@@ -226,7 +226,7 @@ pub(super) fn exchange(
                     return;
                 }
                 let index = b.robot.index;
-                if usize::try_from(index).map_or(true, |i| i >= n) {
+                if index as usize >= n {
                     return;
                 }
                 let to = reach(&b.link, index, central);
@@ -451,25 +451,15 @@ pub(super) fn exchange(
         }
         // The round's slots, in parallel: a bot with nothing else sent to it only sets its drive,
         // gripper and lamp from its slot.
-        {
+        if round {
             let (slot_in, here_start) = (&sc.slot_in, &sc.here_start);
             passes.each_mut(n, &mut bots, |mut b| {
                 let i = b.robot.index as usize;
-                if i >= n || here_start[i] < here_start[i + 1] {
-                    return;
-                }
-                if let Some(slot) = slot_in[i] {
-                    let b = &mut b;
-                    let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
-                    slots[0] = slot;
-                    obey(
-                        b.robot.index,
-                        &Command::UpdateAll(slots),
-                        &mut b.robot,
-                        &mut b.drive,
-                        &mut b.grip,
-                        &mut b.lamp,
-                    );
+                if i < n
+                    && here_start[i] == here_start[i + 1]
+                    && let Some(slot) = slot_in[i]
+                {
+                    obey_slot(&mut b, slot);
                 }
             });
         }
@@ -494,10 +484,7 @@ pub(super) fn exchange(
                     }
                 }
                 if let Some(slot) = sc.slot_in[i] {
-                    let b = &mut b;
-                    let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
-                    slots[0] = slot;
-                    obey(index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
+                    obey_slot(&mut b, slot);
                 }
             }
             k = end;
@@ -551,6 +538,14 @@ pub(super) fn exchange(
     if round {
         m.timing.add(started.elapsed().as_secs_f64(), packets);
     }
+}
+
+/// A simulated bot inside the process obeys the update-all packet that carried its slot (the
+/// other slots are for other bots and do not touch it).
+fn obey_slot(b: &mut BotItem, slot: UpdateSlot) {
+    let mut slots = [UpdateSlot::EMPTY; super::packet::UPDATE_ALL_SLOTS];
+    slots[0] = slot;
+    obey(b.robot.index, &Command::UpdateAll(slots), &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp);
 }
 
 /// Whether the manager waits for this outside bot's answers after the round: the scene asks
