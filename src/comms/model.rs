@@ -18,8 +18,11 @@
 //! decided for a dozen neighbours, thousands of times a step) does no name lookups and no
 //! per-message allocation: the content is shared by every receiver of a send and names are
 //! shared strings. A send's links and ranges can be decided on any thread
-//! ([`CommsModel::plan`]); the loss draws and the queues are applied afterwards in sending order
-//! ([`CommsModel::apply`]), so the draws come from one seeded stream in a fixed order.
+//! ([`CommsModel::plan`]); a step's sends are then applied together ([`CommsModel::apply_all`]),
+//! each receiver's queue on its own, in parallel. A loss draw depends only on the scene seed, the
+//! step, the sender, which of the sender's sends of that step it is, and the receiver
+//! ([`loss_draw`]), never on the thread or the order the receivers were served in, and each queue
+//! takes its messages in sending order: the same deliveries on any number of threads.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,9 +30,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rand::RngExt;
-
-use crate::sim::rng::SimRng;
+use crate::sim::Passes;
+use crate::sim::rng::mix64;
 
 /// A registered robot's slot in the model. Slots are not reused after unregistration.
 pub type RobotId = u32;
@@ -104,7 +106,13 @@ pub fn effective_link(
     pair: Option<&PairParams>,
 ) -> EffectiveLink {
     let pair = pair.copied().unwrap_or_default();
-    let range = [system.range, sender.range, pair.range].into_iter().flatten().reduce(f32::min);
+    // Not an iterator over an array: this runs for every receiver of every broadcast, and the
+    // array's round trip through the stack cost more than the rest of the decision.
+    let narrower = |a: Option<f32>, b: Option<f32>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let range = narrower(narrower(system.range, sender.range), pair.range);
     EffectiveLink {
         up: system.link && sender.outgoing && receiver.incoming && pair.link.unwrap_or(true),
         range,
@@ -265,6 +273,8 @@ pub struct RobotRecord<T> {
     pub params: RobotParams,
     /// Ordered by (received step, sending order).
     inbox: Vec<Message<T>>,
+    /// What [`CommsModel::hand_out_all`] found due, until [`CommsModel::swap_ready`] takes it.
+    ready: Vec<Message<T>>,
     pub stats: CommsStats,
 }
 
@@ -311,16 +321,25 @@ impl Sent {
     }
 }
 
-/// A send decided but not yet applied: drops by cause, and the receivers in reach (a range of
-/// the list [`CommsModel::plan`] was given) with their receive steps and delivery
-/// probabilities.
+/// A send decided but not yet applied: drops by cause, the receivers in reach (a range of the
+/// list [`CommsModel::plan`] was given) with their receive steps and delivery probabilities,
+/// and the letter they would share.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned {
+pub struct Planned<T> {
     sender: Option<RobotId>,
     broadcast: bool,
     drops: Drops,
     errors: u64,
     queue: Range<usize>,
+    /// Made where the send is planned (on any thread), when it has receivers in reach.
+    letter: Option<Arc<Letter<T>>>,
+}
+
+impl<T> Planned<T> {
+    /// This send's receivers in `queue`, the list it was planned into.
+    pub fn reaches<'a>(&self, queue: &'a [Reach]) -> &'a [Reach] {
+        &queue[self.queue.clone()]
+    }
 }
 
 /// A receiver in reach of a planned send: when its message would arrive, and the probability
@@ -350,8 +369,17 @@ pub struct CommsModel<T> {
     pairs_dirty: bool,
     /// Messages a robot's queue may hold.
     pub capacity: usize,
-    rng: SimRng,
+    /// Seeds the loss draws ([`loss_draw`]).
+    draw_seed: u64,
+    /// Each slot's last sending step and how many sends it made in it (which send of its step a
+    /// send is picks its loss draws).
+    sends_at: Vec<(u64, u32)>,
     seq: u64,
+    /// Room kept between steps for [`CommsModel::apply_all`]: every receiver in reach of the
+    /// step's sends, then the same by receiver.
+    staged: Vec<Staged>,
+    by_receiver: Vec<Staged>,
+    starts: Vec<u32>,
     pub stats: CommsStats,
     /// Registered robots whose incoming link is off, valid unless `params_dirty`.
     incoming_off: usize,
@@ -360,8 +388,9 @@ pub struct CommsModel<T> {
 }
 
 impl<T> CommsModel<T> {
-    /// An empty model; `rng` makes the loss draws.
-    pub fn new(system: SystemParams, capacity: usize, rng: SimRng) -> Self {
+    /// An empty model; `draw_seed` seeds the loss draws (a scene's is
+    /// `stream_seed(seed, "comms", 0)`).
+    pub fn new(system: SystemParams, capacity: usize, draw_seed: u64) -> Self {
         Self {
             system,
             slots: Vec::new(),
@@ -371,8 +400,12 @@ impl<T> CommsModel<T> {
             pair_receivers: HashMap::new(),
             pairs_dirty: false,
             capacity,
-            rng,
+            draw_seed,
+            sends_at: Vec::new(),
             seq: 0,
+            staged: Vec::new(),
+            by_receiver: Vec::new(),
+            starts: Vec::new(),
             stats: CommsStats::default(),
             incoming_off: 0,
             params_dirty: false,
@@ -403,8 +436,10 @@ impl<T> CommsModel<T> {
             name: name.clone(),
             params: RobotParams::new(kind),
             inbox: Vec::new(),
+            ready: Vec::new(),
             stats: CommsStats::default(),
         }));
+        self.sends_at.push((u64::MAX, 0));
         self.ids.insert(name, id);
         self.changed();
         Ok(id)
@@ -417,6 +452,7 @@ impl<T> CommsModel<T> {
             return Err(CommsError::UnknownRobot(name.to_string()));
         };
         let record = self.slots[id as usize].take().expect("a registered robot has a slot");
+        // Messages handed out but not yet taken were delivered; those queued were not.
         let queued = record.inbox.len() as u64;
         self.stats.in_flight -= queued;
         self.stats.dropped.add(DropCause::UnknownRobot, queued);
@@ -514,7 +550,7 @@ impl<T> CommsModel<T> {
     /// Decides a send at `step`, checking in the order of seed 000: the system link, then the
     /// sender (its ability for this kind of message, its outgoing link), then each receiver
     /// (links, range). The loss draw and room in the receiver's queue come when the send is
-    /// applied.
+    /// applied. The receivers in reach will share one letter of `content`.
     ///
     /// A broadcast goes to every other registered robot. `candidates` (distinct) are the robots
     /// the caller's spatial index found within the sender's widest range (any others are out of
@@ -530,11 +566,13 @@ impl<T> CommsModel<T> {
         candidates: &[RobotId],
         distance: impl Fn(RobotId, RobotId) -> Option<f32>,
         queue: &mut Vec<Reach>,
-    ) -> Planned {
+        content: T,
+    ) -> Planned<T> {
         debug_assert!(!self.params_dirty && !self.pairs_dirty, "prepare() before plan()");
         let start = queue.len();
         let broadcast = to == To::Broadcast;
-        let mut planned = Planned { sender, broadcast, drops: Drops::default(), errors: 0, queue: start..start };
+        let mut planned =
+            Planned { sender, broadcast, drops: Drops::default(), errors: 0, queue: start..start, letter: None };
         let Some((s, from)) = sender.and_then(|s| Some((s, self.record(s)?))) else {
             planned.errors += 1;
             planned.drops.add(DropCause::UnknownRobot, 1);
@@ -601,71 +639,157 @@ impl<T> CommsModel<T> {
             }
         }
         planned.queue = start..queue.len();
+        if !planned.queue.is_empty() {
+            planned.letter = Some(Arc::new(Letter { sender: from.name.clone(), content }));
+        }
         planned
     }
 
-    /// Applies a planned send (`queue` is the list it was planned into): counts its drops, then
-    /// for each receiver in reach, in order, draws for loss (one draw per message, always, so the
-    /// stream does not depend on the probability) and queues the message if there is room.
-    pub fn apply(&mut self, planned: &Planned, queue: &[Reach], content: T, step: u64) -> Sent {
-        let mut sent = Sent { dropped: planned.drops, ..Sent::default() };
-        self.stats.errors += planned.errors;
-        let drops = planned.drops.total();
-        self.stats.sent += drops;
-        for (cause, n) in planned.drops.iter() {
-            self.stats.dropped.add(cause, n);
-        }
-        let Some(s) = planned.sender.filter(|&s| self.record(s).is_some()) else { return sent };
-        let sender = {
-            let from = self.slots[s as usize].as_mut().expect("checked");
-            from.stats.sent += drops;
+    /// Applies a step's planned sends, given in sending order, each with the receivers it was
+    /// planned for ([`Planned::reaches`]). Counts each send's drops; then serves every
+    /// receiver's queue on its own (in parallel passes when `passes` say so), taking its
+    /// messages in sending order: a loss draw for each ([`loss_draw`]; one per message, always,
+    /// so the draws do not depend on the probability), then the message is queued if there is
+    /// room. Returns what became of each send, in order. The result is the same for any thread
+    /// count.
+    pub fn apply_all<'a>(
+        &mut self,
+        step: u64,
+        sends: impl IntoIterator<Item = (Planned<T>, &'a [Reach])>,
+        passes: &Passes,
+    ) -> Vec<Sent>
+    where
+        T: Send + Sync,
+    {
+        let mut results = Vec::new();
+        let (mut letters, mut infos) = (Vec::new(), Vec::new());
+        self.staged.clear();
+        for (planned, reaches) in sends {
+            let index = results.len() as u32;
+            results.push(Sent { dropped: planned.drops, ..Sent::default() });
+            self.stats.errors += planned.errors;
+            self.stats.sent += planned.drops.total();
             for (cause, n) in planned.drops.iter() {
-                from.stats.dropped.add(cause, n);
+                self.stats.dropped.add(cause, n);
             }
-            from.name.clone()
-        };
-        let letter = Arc::new(Letter { sender, content });
-        let (mut queued, mut lost, mut full) = (0, 0, 0);
-        for &Reach { receiver, at, probability } in &queue[planned.queue.clone()] {
-            let draw: f32 = self.rng.random();
-            if draw >= probability {
-                lost += 1;
-                continue;
+            let Some(s) = planned.sender.filter(|&s| self.record(s).is_some()) else { continue };
+            // Which of its sender's sends of this step this is picks its loss draws.
+            let nth = &mut self.sends_at[s as usize];
+            if nth.0 != step {
+                *nth = (step, 0);
             }
-            let Some(record) = self.slots.get_mut(receiver as usize).and_then(|r| r.as_mut()) else { continue };
-            if record.inbox.len() >= self.capacity {
-                full += 1;
-                continue;
-            }
-            self.seq += 1;
-            let message = Message {
-                letter: letter.clone(),
-                receiver: (!planned.broadcast).then(|| record.name.clone()),
-                sent_step: step,
-                received_step: at,
-                seq: self.seq,
-            };
-            // Later sends usually arrive last: append, or insert after every message due by then.
-            if record.inbox.last().is_none_or(|m| m.received_step <= at) {
-                record.inbox.push(message);
-            } else {
-                let i = record.inbox.partition_point(|m| m.received_step <= at);
-                record.inbox.insert(i, message);
-            }
-            queued += 1;
-            sent.received_step = Some(at);
+            let key = send_key(self.draw_seed, step, s, nth.1);
+            nth.1 += 1;
+            let send = letters.len() as u32;
+            infos.push(SendInfo { index, sender: s, key, broadcast: planned.broadcast });
+            letters.push(planned.letter);
+            let order = self.staged.len() as u32;
+            self.staged.extend(reaches.iter().enumerate().map(|(i, &reach)| Staged {
+                reach,
+                send,
+                order: order + i as u32,
+            }));
         }
-        sent.queued = queued;
-        let from = &mut self.slots[s as usize].as_mut().expect("checked").stats;
-        for stats in [&mut self.stats, from] {
-            stats.sent += queued + lost + full;
-            stats.dropped.add(DropCause::Lost, lost);
-            stats.dropped.add(DropCause::InboxFull, full);
+        self.sort_staged_by_receiver();
+        let (by_receiver, starts, capacity, seq) = (&self.by_receiver, &self.starts, self.capacity, self.seq);
+        let served = if self.staged.is_empty() {
+            Vec::new()
+        } else {
+            passes.map_chunks_mut(&mut self.slots, |first, chunk| {
+                let mut served = Served::default();
+                for (i, slot) in chunk.iter_mut().enumerate() {
+                    let Some(record) = slot else { continue };
+                    for s in &by_receiver[starts[first + i] as usize..starts[first + i + 1] as usize] {
+                        let info = &infos[s.send as usize];
+                        let cause = if loss_draw(info.key, s.reach.receiver) >= s.reach.probability {
+                            DropCause::Lost
+                        } else if record.inbox.len() >= capacity {
+                            DropCause::InboxFull
+                        } else {
+                            let letter = letters[s.send as usize].as_ref().expect("a send with receivers has a letter");
+                            let message = Message {
+                                letter: letter.clone(),
+                                receiver: (!info.broadcast).then(|| record.name.clone()),
+                                sent_step: step,
+                                received_step: s.reach.at,
+                                // Sending order: the message's place among the step's, after
+                                // every earlier step's.
+                                seq: seq + u64::from(s.order) + 1,
+                            };
+                            enqueue(&mut record.inbox, message);
+                            served.queued += 1;
+                            continue;
+                        };
+                        served.failed.push((s.order, cause));
+                    }
+                }
+                served
+            })
+        };
+        let mut failed = Vec::new();
+        let mut queued = 0;
+        for mut chunk in served {
+            queued += chunk.queued;
+            failed.append(&mut chunk.failed);
+        }
+        failed.sort_unstable_by_key(|f| f.0);
+        // Each send's outcome, from its receivers in sending order and the failed among them.
+        let mut failed = failed.iter().peekable();
+        let mut runs = self.staged.chunk_by(|a, b| a.send == b.send).peekable();
+        for (send, info) in infos.iter().enumerate() {
+            let sent = &mut results[info.index as usize];
+            let drops = sent.dropped;
+            let run = runs.next_if(|run| run[0].send == send as u32).unwrap_or_default();
+            for s in run {
+                match failed.next_if(|f| f.0 == s.order) {
+                    Some(&(_, cause)) => sent.dropped.add(cause, 1),
+                    None => {
+                        sent.queued += 1;
+                        sent.received_step = Some(s.reach.at);
+                    }
+                }
+            }
+            let (lost, full) = (sent.dropped.get(DropCause::Lost), sent.dropped.get(DropCause::InboxFull));
+            self.stats.sent += run.len() as u64;
+            self.stats.dropped.add(DropCause::Lost, lost);
+            self.stats.dropped.add(DropCause::InboxFull, full);
+            let from = &mut self.slots[info.sender as usize].as_mut().expect("a sender of this step").stats;
+            from.sent += drops.total() + run.len() as u64;
+            for (cause, n) in drops.iter() {
+                from.dropped.add(cause, n);
+            }
+            from.dropped.add(DropCause::Lost, lost);
+            from.dropped.add(DropCause::InboxFull, full);
         }
         self.stats.in_flight += queued;
-        sent.dropped.add(DropCause::Lost, lost);
-        sent.dropped.add(DropCause::InboxFull, full);
-        sent
+        self.seq += self.staged.len() as u64;
+        results
+    }
+
+    /// Puts [`CommsModel::staged`] in receiver order into `by_receiver` (a counting sort, so
+    /// each receiver's messages stay in sending order), with `starts[r]..starts[r + 1]` the
+    /// range of receiver `r`.
+    fn sort_staged_by_receiver(&mut self) {
+        if self.staged.is_empty() {
+            return;
+        }
+        let slots = self.slots.len();
+        self.starts.clear();
+        self.starts.resize(slots + 1, 0);
+        for s in &self.staged {
+            self.starts[s.reach.receiver as usize + 1] += 1;
+        }
+        for r in 0..slots {
+            self.starts[r + 1] += self.starts[r];
+        }
+        let mut next = self.starts.clone();
+        self.by_receiver.clear();
+        self.by_receiver.resize(self.staged.len(), self.staged[0]);
+        for s in &self.staged {
+            let at = &mut next[s.reach.receiver as usize];
+            self.by_receiver[*at as usize] = *s;
+            *at += 1;
+        }
     }
 
     /// Plans and applies one send (see [`CommsModel::plan`]).
@@ -677,16 +801,54 @@ impl<T> CommsModel<T> {
         step: u64,
         candidates: &[RobotId],
         distance: impl Fn(RobotId, RobotId) -> Option<f32>,
-    ) -> Sent {
+    ) -> Sent
+    where
+        T: Send + Sync,
+    {
         self.prepare();
         let mut queue = Vec::new();
-        let planned = self.plan(sender, to, step, candidates, distance, &mut queue);
-        self.apply(&planned, &queue, content, step)
+        let planned = self.plan(sender, to, step, candidates, distance, &mut queue, content);
+        let reaches = planned.reaches(&queue);
+        let mut sent = self.apply_all(step, [(planned, reaches)], &Passes::ONE);
+        sent.pop().expect("one send, one result")
     }
 
-    /// Whether `id` has a message due by `step`.
-    pub fn has_due(&self, id: RobotId, step: u64) -> bool {
-        self.record(id).and_then(|r| r.inbox.first()).is_some_and(|m| m.received_step <= step)
+    /// For every robot, moves the messages whose receive step has come out of its queue, to be
+    /// taken with [`CommsModel::swap_ready`] (in parallel passes when `passes` say so). What was
+    /// handed out before and not taken, or given back by `swap_ready`, is dropped here.
+    pub fn hand_out_all(&mut self, step: u64, passes: &Passes)
+    where
+        T: Send + Sync,
+    {
+        let handed = passes.map_chunks_mut(&mut self.slots, |_, chunk| {
+            let mut handed = Handed::default();
+            for record in chunk.iter_mut().flatten() {
+                record.ready.clear();
+                if record.inbox.first().is_some_and(|m| m.received_step <= step) {
+                    let RobotRecord { inbox, ready, stats, .. } = record;
+                    handed.add(take_due(inbox, stats, step, ready));
+                }
+            }
+            handed
+        });
+        for h in handed {
+            self.delivered(h);
+        }
+    }
+
+    /// Whether [`CommsModel::hand_out_all`] handed out anything for `id` this step.
+    pub fn has_ready(&self, id: RobotId) -> bool {
+        self.record(id).is_some_and(|r| !r.ready.is_empty())
+    }
+
+    /// Swaps `out` with what the last [`CommsModel::hand_out_all`] handed out for `id` (`out`
+    /// is emptied if `id` has no slot): `out`'s old messages are dropped by the next hand-out,
+    /// which must come before the next swap.
+    pub fn swap_ready(&mut self, id: Option<RobotId>, out: &mut Vec<Message<T>>) {
+        match id.and_then(|id| self.slots.get_mut(id as usize)?.as_mut()) {
+            Some(record) => std::mem::swap(&mut record.ready, out),
+            None => out.clear(),
+        }
     }
 
     /// Moves every message for `id` whose receive step has come into `out` (emptied first), in
@@ -694,21 +856,15 @@ impl<T> CommsModel<T> {
     pub fn take_due(&mut self, id: RobotId, step: u64, out: &mut Vec<Message<T>>) {
         out.clear();
         let Some(record) = self.slots.get_mut(id as usize).and_then(|r| r.as_mut()) else { return };
-        let due = record.inbox.partition_point(|m| m.received_step <= step);
-        if due == record.inbox.len() {
-            std::mem::swap(out, &mut record.inbox);
-        } else {
-            out.extend(record.inbox.drain(..due));
-        }
-        let n = out.len() as u64;
-        record.stats.delivered += n;
-        self.stats.delivered += n;
-        self.stats.in_flight -= n;
-        for m in out.iter() {
-            let latency = m.received_step - m.sent_step;
-            self.stats.latency_sum += latency;
-            self.stats.latency_max = self.stats.latency_max.max(latency);
-        }
+        let handed = take_due(&mut record.inbox, &mut record.stats, step, out);
+        self.delivered(handed);
+    }
+
+    fn delivered(&mut self, handed: Handed) {
+        self.stats.delivered += handed.delivered;
+        self.stats.in_flight -= handed.delivered;
+        self.stats.latency_sum += handed.latency_sum;
+        self.stats.latency_max = self.stats.latency_max.max(handed.latency_max);
     }
 
     /// Takes every message for `robot` whose receive step has come, in (receive step, sending
@@ -724,6 +880,94 @@ impl<T> CommsModel<T> {
     }
 }
 
+/// A receiver in reach of one of a step's sends, staged for [`CommsModel::apply_all`].
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    reach: Reach,
+    /// The send (among the step's sends with receivers) and the message's place in sending order.
+    send: u32,
+    order: u32,
+}
+
+/// What the receivers of one send share besides its letter.
+struct SendInfo {
+    /// The send's place among all the step's sends (the result it goes to).
+    index: u32,
+    sender: RobotId,
+    /// Seeds the loss draws of its receivers.
+    key: u64,
+    broadcast: bool,
+}
+
+/// What one chunk of receivers made of the step's messages: how many it queued, and which (by
+/// place in sending order) it did not, and why.
+#[derive(Default)]
+struct Served {
+    queued: u64,
+    failed: Vec<(u32, DropCause)>,
+}
+
+/// Messages handed out to their receivers, and their latencies.
+#[derive(Debug, Default, Clone, Copy)]
+struct Handed {
+    delivered: u64,
+    latency_sum: u64,
+    latency_max: u64,
+}
+
+impl Handed {
+    fn add(&mut self, other: Handed) {
+        self.delivered += other.delivered;
+        self.latency_sum += other.latency_sum;
+        self.latency_max = self.latency_max.max(other.latency_max);
+    }
+}
+
+/// The key of the `nth` send of `sender` at `step` under a model's `seed`.
+fn send_key(seed: u64, step: u64, sender: RobotId, nth: u32) -> u64 {
+    mix64(mix64(seed ^ mix64(step)) ^ (u64::from(sender) << 32 | u64::from(nth)))
+}
+
+/// The loss draw of the message of the send with `key` to `receiver`: uniform in [0, 1), a
+/// function of the scene seed, the step, the sender, which of its sends of the step it is and
+/// the receiver, so it is the same whichever thread serves the receiver and in whatever order.
+pub fn loss_draw(key: u64, receiver: RobotId) -> f32 {
+    // The top 24 bits: every value exactly representable, 1.0 never reached.
+    (mix64(key ^ u64::from(receiver)) >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+}
+
+/// Queues `message`, after every message due by its receive step (later sends usually arrive
+/// last: then it is appended).
+fn enqueue<T>(inbox: &mut Vec<Message<T>>, message: Message<T>) {
+    let at = message.received_step;
+    if inbox.last().is_none_or(|m| m.received_step <= at) {
+        inbox.push(message);
+    } else {
+        let i = inbox.partition_point(|m| m.received_step <= at);
+        inbox.insert(i, message);
+    }
+}
+
+/// Moves the messages of `inbox` due by `step` into `out` (emptied first), counting them in the
+/// receiver's `stats`.
+fn take_due<T>(inbox: &mut Vec<Message<T>>, stats: &mut CommsStats, step: u64, out: &mut Vec<Message<T>>) -> Handed {
+    out.clear();
+    let due = inbox.partition_point(|m| m.received_step <= step);
+    if due == inbox.len() {
+        std::mem::swap(out, inbox);
+    } else {
+        out.extend(inbox.drain(..due));
+    }
+    let mut handed = Handed { delivered: out.len() as u64, ..Handed::default() };
+    for m in out.iter() {
+        let latency = m.received_step - m.sent_step;
+        handed.latency_sum += latency;
+        handed.latency_max = handed.latency_max.max(latency);
+    }
+    stats.delivered += handed.delivered;
+    handed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,7 +975,7 @@ mod tests {
     use rand::RngExt;
 
     /// A send by names, as the radio makes it by slots.
-    fn send<T: Clone>(
+    fn send<T: Clone + Send + Sync>(
         m: &mut CommsModel<T>,
         sender: &str,
         target: Target,
@@ -754,7 +998,7 @@ mod tests {
     const BOTH: CommType = CommType { broadcast: true, point_to_point: true };
 
     fn model(names: &[&str]) -> CommsModel<&'static str> {
-        let mut m = CommsModel::new(SystemParams::default(), 8, stream(1, "comms", 0));
+        let mut m = CommsModel::new(SystemParams::default(), 8, 1);
         for n in names {
             m.register(n, BOTH).unwrap();
         }
@@ -770,7 +1014,11 @@ mod tests {
     }
 
     fn identity_holds<T: Clone>(m: &CommsModel<T>) -> bool {
-        m.stats.sent == m.stats.delivered + m.stats.in_flight + m.stats.dropped_total()
+        identity_holds_stats(&m.stats)
+    }
+
+    fn identity_holds_stats(s: &CommsStats) -> bool {
+        s.sent == s.delivered + s.in_flight + s.dropped_total()
     }
 
     #[test]
@@ -972,7 +1220,7 @@ mod tests {
     }
 
     #[test]
-    fn sends_planned_in_any_order_and_applied_in_order_give_the_same_result() {
+    fn sends_planned_in_any_order_and_applied_together_give_the_same_result_as_one_by_one() {
         let robots = ["a", "b", "c", "d"];
         let setup = || {
             let mut m = model(&robots);
@@ -991,16 +1239,20 @@ mod tests {
         // One by one.
         let mut one = setup();
         let by_one: Vec<Sent> = sends.iter().map(|&(s, to, c)| one.send(ids(&one)[s], to, c, 7, &all, far)).collect();
-        // All planned first, last to first, then applied in order.
+        // All planned first, last to first, then applied together in sending order.
         let mut two = setup();
         let mut queues = vec![Vec::new(); sends.len()];
-        let mut plans: Vec<Option<Planned>> = vec![None; sends.len()];
+        let mut plans: Vec<Option<Planned<&str>>> = vec![None; sends.len()];
         for i in (0..sends.len()).rev() {
-            let (s, to, _) = sends[i];
-            plans[i] = Some(two.plan(ids(&two)[s], to, 7, &all, far, &mut queues[i]));
+            let (s, to, c) = sends[i];
+            plans[i] = Some(two.plan(ids(&two)[s], to, 7, &all, far, &mut queues[i], c));
         }
-        let by_plan: Vec<Sent> =
-            (0..sends.len()).map(|i| two.apply(plans[i].as_ref().unwrap(), &queues[i], sends[i].2, 7)).collect();
+        let batch = plans.into_iter().zip(&queues).map(|(planned, queue)| {
+            let planned = planned.unwrap();
+            let reaches = planned.reaches(queue);
+            (planned, reaches)
+        });
+        let by_plan = two.apply_all(7, batch, &Passes::ONE);
         assert_eq!(by_one, by_plan);
         assert_eq!(one.stats, two.stats);
         assert!(one.stats.dropped.get(DropCause::Lost) > 0 && one.stats.dropped.get(DropCause::InboxFull) > 0);
@@ -1012,9 +1264,79 @@ mod tests {
         }
     }
 
+    /// 1,000 robots on a line, each broadcasting twice a step to its neighbours within 3 m and
+    /// sometimes to robot 0, through small lossy queues: the same outcomes, queues and hand-outs
+    /// served on one thread and in parallel chunks.
+    #[test]
+    fn a_step_applied_on_several_threads_is_the_step_applied_on_one() {
+        bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new);
+        let run = |passes: Passes| {
+            let mut m: CommsModel<u32> =
+                CommsModel::new(SystemParams { probability: 0.8, range: Some(3.0), delay: 0, link: true }, 6, 5);
+            for i in 0..1000 {
+                m.register(&format!("r{i}"), BOTH).unwrap();
+            }
+            m.set_pair("r5", "r6", PairParams { delay: Some(2), ..default_pair() });
+            m.prepare();
+            let distance = |a: RobotId, b: RobotId| Some((a as f32 - b as f32).abs());
+            let mut log = Vec::new();
+            for step in 0..5u64 {
+                let (mut plans, mut queue) = (Vec::new(), Vec::new());
+                for s in 0..1000u32 {
+                    let near: Vec<RobotId> = (s.saturating_sub(3)..(s + 4).min(1000)).collect();
+                    plans.push(m.plan(Some(s), To::Broadcast, step, &near, distance, &mut queue, s));
+                    plans.push(m.plan(Some(s), To::Broadcast, step, &near, distance, &mut queue, s + 1000));
+                    if s % 7 == 0 {
+                        plans.push(m.plan(Some(s), To::Robot(Some(0)), step, &[], distance, &mut queue, s + 2000));
+                    }
+                }
+                let batch = plans.into_iter().map(|p| {
+                    let reaches = p.reaches(&queue);
+                    (p, reaches)
+                });
+                let sent = m.apply_all(step, batch, &passes);
+                m.hand_out_all(step, &passes);
+                let mut handed = Vec::new();
+                for id in 0..1000 {
+                    let mut out = Vec::new();
+                    m.swap_ready(Some(id), &mut out);
+                    handed.push(out.iter().map(|m| (*m.content(), m.seq, m.received_step)).collect::<Vec<_>>());
+                }
+                log.push((sent, handed));
+            }
+            (log, m.stats.clone())
+        };
+        let one = run(Passes::ONE);
+        let stats = &one.1;
+        assert!(
+            stats.dropped.get(DropCause::Lost) > 1000 && stats.dropped.get(DropCause::InboxFull) > 1000,
+            "{stats:?}"
+        );
+        assert!(stats.in_flight > 0 && stats.delivered > 10_000, "{stats:?}");
+        assert!(identity_holds_stats(stats));
+        assert!(run(Passes { threads: 2 }) == one);
+        assert!(run(Passes { threads: 8 }) == one);
+    }
+
+    #[test]
+    fn loss_draws_are_uniform_and_differ_by_send_and_receiver() {
+        let draws: Vec<f32> =
+            (0..4u32).flat_map(|n| (0..10_000).map(move |r| loss_draw(send_key(1, 3, 7, n), r))).collect();
+        assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+        for q in 1..10 {
+            let below = draws.iter().filter(|&&d| d < q as f32 / 10.0).count() as f32 / draws.len() as f32;
+            assert!((below - q as f32 / 10.0).abs() < 0.01, "{q}: {below}");
+        }
+        let key = send_key(1, 3, 7, 0);
+        assert_ne!(loss_draw(key, 1), loss_draw(key, 2));
+        for other in [send_key(2, 3, 7, 0), send_key(1, 4, 7, 0), send_key(1, 3, 8, 0), send_key(1, 3, 7, 1)] {
+            assert_ne!(loss_draw(key, 1), loss_draw(other, 1));
+        }
+    }
+
     #[test]
     fn receivers_of_a_broadcast_share_its_content() {
-        let mut m: CommsModel<String> = CommsModel::new(SystemParams::default(), 8, stream(1, "comms", 0));
+        let mut m: CommsModel<String> = CommsModel::new(SystemParams::default(), 8, 1);
         for n in ["a", "b", "c"] {
             m.register(n, BOTH).unwrap();
         }
@@ -1030,7 +1352,7 @@ mod tests {
     fn same_seed_same_deliveries() {
         let run = |seed| {
             let mut m: CommsModel<u32> =
-                CommsModel::new(SystemParams { probability: 0.5, ..Default::default() }, 100, stream(seed, "comms", 0));
+                CommsModel::new(SystemParams { probability: 0.5, ..Default::default() }, 100, seed);
             for n in ["a", "b"] {
                 m.register(n, BOTH).unwrap();
             }

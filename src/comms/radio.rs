@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use bevy::ecs::entity::EntityHashMap;
 use bevy::prelude::*;
-use bevy::tasks::{ComputeTaskPool, ParallelSlice};
 use serde_json::json;
 
 use super::model::{
@@ -18,8 +17,8 @@ use super::{DropCause, Message};
 use crate::robot::Robot;
 use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
-use crate::sim::rng::stream;
-use crate::sim::{LoadSystems, PASS_CHUNK, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::sim::rng::stream_seed;
+use crate::sim::{LoadSystems, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
 use crate::world::{Seeable, SpatialIndex};
 
 /// The robot's communication abilities (seed 000), as written in the scene.
@@ -94,7 +93,7 @@ pub struct RadioOut(pub Vec<(Target, Payload)>);
 pub struct RadioIn(pub Vec<Message<Payload>>);
 
 pub(super) fn plugin(app: &mut App) {
-    app.insert_resource(Radio(CommsModel::new(SystemParams::default(), 64, stream(0, "comms", 0))))
+    app.insert_resource(Radio(CommsModel::new(SystemParams::default(), 64, stream_seed(0, "comms", 0))))
         .add_observer(give_radio)
         .add_observer(take_radio)
         .add_systems(PreUpdate, rebuild_radio.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
@@ -123,7 +122,7 @@ fn take_radio(remove: On<Remove, CommAbilities>, names: Query<&Name>, mut radio:
 fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query<&Name>, mut radio: ResMut<Radio>) {
     let c = &active.scene.comms;
     let system = SystemParams { link: c.link, range: c.range, delay: c.delay, probability: c.probability };
-    let mut model = CommsModel::new(system, c.inbox_capacity, stream(active.scene.seed, "comms", 0));
+    let mut model = CommsModel::new(system, c.inbox_capacity, stream_seed(active.scene.seed, "comms", 0));
     for (spec, &e) in active.scene.robots.iter().zip(&order.0) {
         let Ok(name) = robots.get(e) else { continue };
         if matches!(spec.controller, ControllerSpec::Program {}) {
@@ -192,17 +191,20 @@ struct Slots {
     positions: Vec<Option<Vec2>>,
 }
 
-/// One robot's sends of this step.
+/// One send of this step. Sends are taken out of each robot's [`RadioOut`] (which keeps its
+/// room for the next step) into one list, in robot order.
 struct Outgoing {
     sender: Option<RobotId>,
     /// For the log of sends (empty when nothing is logged).
     name: String,
     pos: Vec2,
-    sends: Vec<(Target, Payload)>,
+    target: Target,
+    /// Taken when the send is planned.
+    payload: Option<Payload>,
 }
 
-/// A chunk of senders' sends, decided: one plan per send, in order, and their receivers.
-type Decided = (Vec<Planned>, Vec<Reach>);
+/// A chunk of sends, decided: one plan per send, in order, and their receivers.
+type Decided = (Vec<Planned<Payload>>, Vec<Reach>);
 
 #[allow(clippy::too_many_arguments)]
 fn deliver(
@@ -253,63 +255,68 @@ fn deliver(
                 positions[id as usize] = Some(pos);
             }
             if !out.0.is_empty() {
-                let name = if log.enabled { name.to_string() } else { String::new() };
-                outgoing.push(Outgoing { sender: *id, name, pos, sends: std::mem::take(&mut out.0) });
+                let name = || if log.enabled { name.to_string() } else { String::new() };
+                let sends = out.0.drain(..).map(|(target, payload)| Outgoing {
+                    sender: *id,
+                    name: name(),
+                    pos,
+                    target,
+                    payload: Some(payload),
+                });
+                outgoing.extend(sends);
             }
         }
         model.prepare();
-        let decide = |_: usize, chunk: &[Outgoing]| -> Decided {
+        let decide = |_: usize, chunk: &mut [Outgoing]| -> Decided {
             let (mut plans, mut queue, mut near, mut found) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             let distance = |a: RobotId, b: RobotId| Some(positions[a as usize]?.distance(positions[b as usize]?));
             for out in chunk {
-                for (target, _) in &out.sends {
-                    near.clear();
-                    let to = match target {
-                        Target::Robot(n) => To::Robot(model.id(n)),
-                        Target::Broadcast => {
-                            receivers_around(model, &index, (by_order, by_entity), out, &mut found, &mut near);
-                            To::Broadcast
-                        }
-                    };
-                    plans.push(model.plan(out.sender, to, time.step, &near, distance, &mut queue));
-                }
+                near.clear();
+                let to = match &out.target {
+                    Target::Robot(n) => To::Robot(model.id(n)),
+                    Target::Broadcast => {
+                        receivers_around(model, &index, (by_order, by_entity), out, &mut found, &mut near);
+                        To::Broadcast
+                    }
+                };
+                let payload = out.payload.take().expect("planned once");
+                plans.push(model.plan(out.sender, to, time.step, &near, distance, &mut queue, payload));
             }
             (plans, queue)
         };
-        let decided: Vec<Decided> = if passes.parallel(outgoing.len()) {
-            outgoing.par_chunk_map(ComputeTaskPool::get(), PASS_CHUNK, decide)
-        } else {
-            vec![decide(0, &outgoing)]
-        };
-        // Applied in robot order: queues fill, and sends are logged, as if sent one by one.
-        let mut plans = decided.iter().flat_map(|(plans, queue)| plans.iter().map(move |p| (p, queue)));
-        for out in outgoing.drain(..) {
-            for (target, payload) in out.sends {
-                let (planned, queue) = plans.next().expect("one plan per send");
-                let sent = model.apply(planned, queue, payload, time.step);
-                if log.enabled {
-                    let to = match target {
-                        Target::Robot(n) => Some(n),
-                        Target::Broadcast => None,
-                    };
-                    log.sends.push((out.name.clone(), to, sent));
-                }
+        let (plans, queues): (Vec<_>, Vec<_>) = passes.map_chunks_mut(&mut outgoing, decide).into_iter().unzip();
+        // Applied as if sent one by one in robot order: each receiver's queue fills in that order.
+        let sends = plans.into_iter().zip(&queues).flat_map(|(plans, queue)| {
+            plans.into_iter().map(move |planned| {
+                let reaches = planned.reaches(queue);
+                (planned, reaches)
+            })
+        });
+        let sent = model.apply_all(time.step, sends, &passes);
+        if log.enabled {
+            for (out, sent) in outgoing.drain(..).zip(sent) {
+                let to = match out.target {
+                    Target::Robot(n) => Some(n),
+                    Target::Broadcast => None,
+                };
+                log.sends.push((out.name, to, sent));
             }
         }
     }
-    for (&e, id) in order.0.iter().zip(slots.by_order.iter()) {
+    model.hand_out_all(time.step, &passes);
+    for (&e, &id) in order.0.iter().zip(slots.by_order.iter()) {
         let Ok((_, _, _, mut inbox)) = robots.get_mut(e) else { continue };
-        match *id {
-            Some(id) if model.has_due(id, time.step) => model.take_due(id, time.step, &mut inbox.0),
-            _ if !inbox.0.is_empty() => inbox.0.clear(),
-            _ => {}
+        // Touched only when something changes (the radio panel watches for changes).
+        if !inbox.0.is_empty() || id.is_some_and(|id| model.has_ready(id)) {
+            model.swap_ready(id, &mut inbox.0);
         }
     }
 }
 
 /// The registered robots a broadcast from `out` may reach, in robot order: every robot whose
-/// body's bounding box meets the square of the sender's widest range (the model then checks
-/// the exact distance), or every registered robot when the range is unlimited.
+/// body meets the circle of the sender's widest range (the model then checks the exact distance
+/// between the centres; the others it counts as out of range), or every registered robot when
+/// the range is unlimited.
 fn receivers_around(
     model: &CommsModel<Payload>,
     index: &SpatialIndex,
@@ -324,10 +331,8 @@ fn receivers_around(
             found.clear();
             index.discs_around(out.pos, range + index.max_radius(), |d| {
                 let reach = range + d.radius;
-                let off = (d.pos - out.pos).abs();
                 if d.kind == Some(Seeable::Robot)
-                    && off.x <= reach
-                    && off.y <= reach
+                    && d.pos.distance_squared(out.pos) <= reach * reach
                     && let Some(&found_at) = by_entity.get(&d.entity)
                 {
                     found.push(found_at);

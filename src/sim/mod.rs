@@ -134,6 +134,9 @@ pub fn set_threads(n: usize) {
 }
 
 impl Passes {
+    /// Everything on the calling thread.
+    pub const ONE: Passes = Passes { threads: 1 };
+
     /// Whether a pass over `robots` robots runs in parallel (a single chunk never does).
     pub fn parallel(&self, robots: usize) -> bool {
         self.threads > 1 && robots > PASS_CHUNK
@@ -180,6 +183,20 @@ impl Passes {
             items.par_chunk_map(ComputeTaskPool::get(), PASS_CHUNK, |chunk, slice| f(chunk * PASS_CHUNK, slice))
         } else {
             items.chunks(PASS_CHUNK).enumerate().map(|(chunk, slice)| f(chunk * PASS_CHUNK, slice)).collect()
+        }
+    }
+
+    /// As [`Passes::map_chunks`], with each chunk of `items` lent mutably to `f`.
+    pub fn map_chunks_mut<T: Send, R: Send + 'static>(
+        &self,
+        mut items: &mut [T],
+        f: impl Fn(usize, &mut [T]) -> R + Send + Sync,
+    ) -> Vec<R> {
+        use bevy::tasks::{ComputeTaskPool, ParallelSliceMut};
+        if self.parallel(items.len()) {
+            items.par_chunk_map_mut(ComputeTaskPool::get(), PASS_CHUNK, |chunk, slice| f(chunk * PASS_CHUNK, slice))
+        } else {
+            items.chunks_mut(PASS_CHUNK).enumerate().map(|(chunk, slice)| f(chunk * PASS_CHUNK, slice)).collect()
         }
     }
 }
