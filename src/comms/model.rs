@@ -854,8 +854,10 @@ impl<T> CommsModel<T> {
     /// Moves every message for `id` whose receive step has come into `out` (emptied first), in
     /// (receive step, sending order) order.
     pub fn take_due(&mut self, id: RobotId, step: u64, out: &mut Vec<Message<T>>) {
-        out.clear();
-        let Some(record) = self.slots.get_mut(id as usize).and_then(|r| r.as_mut()) else { return };
+        let Some(record) = self.slots.get_mut(id as usize).and_then(|r| r.as_mut()) else {
+            out.clear();
+            return;
+        };
         let handed = take_due(&mut record.inbox, &mut record.stats, step, out);
         self.delivered(handed);
     }
