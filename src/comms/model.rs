@@ -18,11 +18,14 @@
 //! decided for a dozen neighbours, thousands of times a step) does no name lookups and no
 //! per-message allocation: the content is shared by every receiver of a send and names are
 //! shared strings. A send's links and ranges can be decided on any thread
-//! ([`CommsModel::plan`]); a step's sends are then applied together ([`CommsModel::apply_all`]),
-//! each receiver's queue on its own, in parallel. A loss draw depends only on the scene seed, the
-//! step, the sender, which of the sender's sends of that step it is, and the receiver
-//! ([`loss_draw`]), never on the thread or the order the receivers were served in, and each queue
-//! takes its messages in sending order: the same deliveries on any number of threads.
+//! ([`CommsModel::plan`], into a [`PlannedChunk`] that also groups its receivers by block of
+//! slots); a step's chunks are then applied together ([`CommsModel::apply_all`]), each block of
+//! receivers on its own, in parallel. A loss draw depends only on the scene seed, the step, the
+//! sender, which of the sender's sends of that step it is, and the receiver ([`loss_draw`]),
+//! never on the thread or the order the receivers were served in, each queue takes its messages
+//! in sending order, and a message's sequence number is its send's place in sending order: the
+//! same deliveries on any number of threads, for any cut of the sends into chunks and any order
+//! of a broadcast's candidates.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -30,8 +33,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sim::Passes;
 use crate::sim::rng::mix64;
+use crate::sim::{PASS_CHUNK, Passes};
 
 /// A registered robot's slot in the model. Slots are not reused after unregistration.
 pub type RobotId = u32;
@@ -187,11 +190,10 @@ impl Drops {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message<T> {
     letter: Arc<Letter<T>>,
-    /// `None` for a broadcast.
-    pub receiver: Option<Arc<str>>,
     pub sent_step: u64,
     pub received_step: u64,
-    /// Sending order, for ties.
+    /// Sending order, for ties: the send's place among all sends (every receiver of a send
+    /// gets the same number).
     pub seq: u64,
 }
 
@@ -199,6 +201,8 @@ pub struct Message<T> {
 #[derive(Debug, PartialEq)]
 struct Letter<T> {
     sender: Arc<str>,
+    /// `None` for a broadcast (a point-to-point send has one receiver).
+    receiver: Option<Arc<str>>,
     content: T,
 }
 
@@ -206,6 +210,11 @@ impl<T> Message<T> {
     /// The sender's name.
     pub fn sender(&self) -> &Arc<str> {
         &self.letter.sender
+    }
+
+    /// The receiver's name, or `None` for a broadcast.
+    pub fn receiver(&self) -> Option<&Arc<str>> {
+        self.letter.receiver.as_ref()
     }
 
     /// What the message says.
@@ -299,7 +308,7 @@ pub enum To {
     Broadcast,
 }
 
-/// What became of one send: the messages queued (with the receive step of the last one) and
+/// What became of one send: the messages queued (with the latest receive step among them) and
 /// those dropped, by cause. A point-to-point send is one message; a broadcast one per other
 /// registered robot.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -321,11 +330,11 @@ impl Sent {
     }
 }
 
-/// A send decided but not yet applied: drops by cause, the receivers in reach (a range of the
-/// list [`CommsModel::plan`] was given) with their receive steps and delivery probabilities,
-/// and the letter they would share.
+/// A send decided but not yet applied: drops by cause, the receivers in reach (a range of its
+/// chunk's list) with their receive steps and delivery probabilities, and the letter they would
+/// share.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned<T> {
+struct Planned<T> {
     sender: Option<RobotId>,
     broadcast: bool,
     drops: Drops,
@@ -333,19 +342,86 @@ pub struct Planned<T> {
     queue: Range<usize>,
     /// Made where the send is planned (on any thread), when it has receivers in reach.
     letter: Option<Arc<Letter<T>>>,
+    /// Seeds its receivers' loss draws; given when the send is applied, if its sender is still
+    /// registered (no message of the send is served otherwise).
+    key: Option<u64>,
 }
 
-impl<T> Planned<T> {
-    /// This send's receivers in `queue`, the list it was planned into.
-    pub fn reaches<'a>(&self, queue: &'a [Reach]) -> &'a [Reach] {
-        &queue[self.queue.clone()]
+/// A run of a step's sends planned together, in sending order (one chunk of a parallel planning
+/// pass, or a single send): each send's plan and every receiver in reach of them, then, once
+/// [`CommsModel::seal`]ed, those receivers grouped by the block of [`PASS_CHUNK`] slots their
+/// receiver is in, so that [`CommsModel::apply_all`] serves each block of receivers on its own
+/// without sorting the step's messages.
+#[derive(Debug)]
+pub struct PlannedChunk<T> {
+    plans: Vec<Planned<T>>,
+    reaches: Vec<Reach>,
+    /// The reaches by block, in sending order within a block.
+    staged: Vec<Staged>,
+    /// `staged[starts[b]..starts[b + 1]]` go to block `b`.
+    starts: Vec<u32>,
+    /// The blocks it was sealed for (0: not sealed).
+    sealed: usize,
+}
+
+impl<T> Default for PlannedChunk<T> {
+    fn default() -> Self {
+        Self { plans: Vec::new(), reaches: Vec::new(), staged: Vec::new(), starts: Vec::new(), sealed: 0 }
+    }
+}
+
+impl<T> PlannedChunk<T> {
+    /// Sends planned into it.
+    pub fn len(&self) -> usize {
+        self.plans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.plans.is_empty()
+    }
+
+    /// Groups the reaches by block of [`PASS_CHUNK`] receivers (`blocks` of them): a counting
+    /// sort, so each block's reaches stay in sending order.
+    fn seal(&mut self, blocks: usize) {
+        let blocks = blocks.max(1);
+        self.starts.clear();
+        self.starts.resize(blocks + 1, 0);
+        for r in &self.reaches {
+            self.starts[r.receiver as usize / PASS_CHUNK + 1] += 1;
+        }
+        for b in 0..blocks {
+            self.starts[b + 1] += self.starts[b];
+        }
+        let mut next = self.starts[..blocks].to_vec();
+        self.staged.clear();
+        self.staged.resize(self.reaches.len(), Staged::default());
+        for (send, planned) in self.plans.iter().enumerate() {
+            for order in planned.queue.clone() {
+                let r = self.reaches[order];
+                let at = &mut next[r.receiver as usize / PASS_CHUNK];
+                self.staged[*at as usize] = Staged {
+                    receiver: r.receiver,
+                    send: send as u32,
+                    order: order as u32,
+                    probability: r.probability,
+                    at: r.at,
+                };
+                *at += 1;
+            }
+        }
+        self.sealed = blocks;
+    }
+
+    /// The reaches for receivers of block `b`, in sending order.
+    fn block(&self, b: usize) -> &[Staged] {
+        &self.staged[self.starts[b] as usize..self.starts[b + 1] as usize]
     }
 }
 
 /// A receiver in reach of a planned send: when its message would arrive, and the probability
 /// that it does.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reach {
+struct Reach {
     receiver: RobotId,
     at: u64,
     probability: f32,
@@ -375,11 +451,9 @@ pub struct CommsModel<T> {
     /// send is picks its loss draws).
     sends_at: Vec<(u64, u32)>,
     seq: u64,
-    /// Room kept between steps for [`CommsModel::apply_all`]: every receiver in reach of the
-    /// step's sends, then the same by receiver.
-    staged: Vec<Staged>,
-    by_receiver: Vec<Staged>,
-    starts: Vec<u32>,
+    /// Room kept between steps for [`CommsModel::apply_all`]: which of a step's messages
+    /// failed, one bit each in sending order.
+    failed_bits: Vec<u64>,
     pub stats: CommsStats,
     /// Registered robots whose incoming link is off, valid unless `params_dirty`.
     incoming_off: usize,
@@ -403,9 +477,7 @@ impl<T> CommsModel<T> {
             draw_seed,
             sends_at: Vec::new(),
             seq: 0,
-            staged: Vec::new(),
-            by_receiver: Vec::new(),
-            starts: Vec::new(),
+            failed_bits: Vec::new(),
             stats: CommsStats::default(),
             incoming_off: 0,
             params_dirty: false,
@@ -550,7 +622,8 @@ impl<T> CommsModel<T> {
     /// Decides a send at `step`, checking in the order of seed 000: the system link, then the
     /// sender (its ability for this kind of message, its outgoing link), then each receiver
     /// (links, range). The loss draw and room in the receiver's queue come when the send is
-    /// applied. The receivers in reach will share one letter of `content`.
+    /// applied. The send's plan goes into `chunk`, after the sends planned into it before; the
+    /// receivers in reach will share one letter of `content`.
     ///
     /// A broadcast goes to every other registered robot. `candidates` (distinct) are the robots
     /// the caller's spatial index found within the sender's widest range (any others are out of
@@ -565,18 +638,28 @@ impl<T> CommsModel<T> {
         step: u64,
         candidates: &[RobotId],
         distance: impl Fn(RobotId, RobotId) -> Option<f32>,
-        queue: &mut Vec<Reach>,
+        chunk: &mut PlannedChunk<T>,
         content: T,
-    ) -> Planned<T> {
+    ) {
         debug_assert!(!self.params_dirty && !self.pairs_dirty, "prepare() before plan()");
+        chunk.sealed = 0;
+        let queue = &mut chunk.reaches;
         let start = queue.len();
         let broadcast = to == To::Broadcast;
-        let mut planned =
-            Planned { sender, broadcast, drops: Drops::default(), errors: 0, queue: start..start, letter: None };
+        let mut planned = Planned {
+            sender,
+            broadcast,
+            drops: Drops::default(),
+            errors: 0,
+            queue: start..start,
+            letter: None,
+            key: None,
+        };
         let Some((s, from)) = sender.and_then(|s| Some((s, self.record(s)?))) else {
             planned.errors += 1;
             planned.drops.add(DropCause::UnknownRobot, 1);
-            return planned;
+            chunk.plans.push(planned);
+            return;
         };
         let params = from.params;
         // How many messages this send is: one, or one per other registered robot.
@@ -594,7 +677,8 @@ impl<T> CommsModel<T> {
         };
         if let Some(cause) = sender_cause {
             planned.drops.add(cause, count);
-            return planned;
+            chunk.plans.push(planned);
+            return;
         }
         let mut decide = |r: RobotId, record: &RobotRecord<T>, drops: &mut Drops| {
             let link = effective_link(&self.system, &params, &record.params, self.pair_ids.get(&(s, r)));
@@ -640,156 +724,183 @@ impl<T> CommsModel<T> {
         }
         planned.queue = start..queue.len();
         if !planned.queue.is_empty() {
-            planned.letter = Some(Arc::new(Letter { sender: from.name.clone(), content }));
+            let receiver = if broadcast { None } else { self.record(queue[start].receiver).map(|r| r.name.clone()) };
+            planned.letter = Some(Arc::new(Letter { sender: from.name.clone(), receiver, content }));
         }
-        planned
+        chunk.plans.push(planned);
     }
 
-    /// Applies a step's planned sends, given in sending order, each with the receivers it was
-    /// planned for ([`Planned::reaches`]). Counts each send's drops; then serves every
-    /// receiver's queue on its own (in parallel passes when `passes` say so), taking its
-    /// messages in sending order: a loss draw for each ([`loss_draw`]; one per message, always,
-    /// so the draws do not depend on the probability), then the message is queued if there is
-    /// room. Returns what became of each send, in order. The result is the same for any thread
-    /// count.
-    pub fn apply_all<'a>(
-        &mut self,
-        step: u64,
-        sends: impl IntoIterator<Item = (Planned<T>, &'a [Reach])>,
-        passes: &Passes,
-    ) -> Vec<Sent>
+    /// Readies a planned chunk for [`CommsModel::apply_all`] (its receivers grouped by block of
+    /// slots): best done where it was planned, in the parallel pass. `apply_all` seals a chunk
+    /// that is not.
+    pub fn seal(&self, chunk: &mut PlannedChunk<T>) {
+        chunk.seal(self.blocks());
+    }
+
+    /// Blocks of [`PASS_CHUNK`] slots, as the passes over the slots cut them.
+    fn blocks(&self) -> usize {
+        self.slots.len().div_ceil(PASS_CHUNK).max(1)
+    }
+
+    /// Applies a step's planned sends: `chunks` in sending order, each filled by
+    /// [`CommsModel::plan`] in sending order. Counts each send's drops; then serves every block
+    /// of [`PASS_CHUNK`] receivers on its own (in parallel passes when `passes` say so), each
+    /// receiver taking its messages in sending order: a loss draw for each ([`loss_draw`]; one
+    /// per message, always, so the draws do not depend on the probability), then the message is
+    /// queued if there is room. Returns what became of each send, in order. The result is the
+    /// same for any thread count and any cut of the sends into chunks.
+    pub fn apply_all(&mut self, step: u64, chunks: &mut [PlannedChunk<T>], passes: &Passes) -> Vec<Sent>
     where
         T: Send + Sync,
     {
-        let mut results = Vec::new();
-        let (mut letters, mut infos) = (Vec::new(), Vec::new());
-        self.staged.clear();
-        for (planned, reaches) in sends {
-            let index = results.len() as u32;
-            results.push(Sent { dropped: planned.drops, ..Sent::default() });
-            self.stats.errors += planned.errors;
-            self.stats.sent += planned.drops.total();
-            for (cause, n) in planned.drops.iter() {
-                self.stats.dropped.add(cause, n);
+        let blocks = self.blocks();
+        let mut results = Vec::with_capacity(chunks.iter().map(|c| c.plans.len()).sum());
+        // Each chunk's first message's place among the step's messages, and its first send's
+        // among the step's sends.
+        let (mut first_message, mut first_send) = (Vec::with_capacity(chunks.len()), Vec::with_capacity(chunks.len()));
+        let mut messages = 0u32;
+        for chunk in chunks.iter_mut() {
+            if chunk.sealed != blocks {
+                chunk.seal(blocks);
             }
-            let Some(s) = planned.sender.filter(|&s| self.record(s).is_some()) else { continue };
-            // Which of its sender's sends of this step this is picks its loss draws.
-            let nth = &mut self.sends_at[s as usize];
-            if nth.0 != step {
-                *nth = (step, 0);
+            first_message.push(messages);
+            first_send.push(results.len() as u32);
+            messages += chunk.reaches.len() as u32;
+            for planned in &mut chunk.plans {
+                results.push(Sent { dropped: planned.drops, ..Sent::default() });
+                self.stats.errors += planned.errors;
+                self.stats.sent += planned.drops.total();
+                for (cause, n) in planned.drops.iter() {
+                    self.stats.dropped.add(cause, n);
+                }
+                planned.key = None;
+                let Some(s) = planned.sender.filter(|&s| self.record(s).is_some()) else { continue };
+                // Which of its sender's sends of this step this is picks its loss draws.
+                let nth = &mut self.sends_at[s as usize];
+                if nth.0 != step {
+                    *nth = (step, 0);
+                }
+                planned.key = Some(send_key(self.draw_seed, step, s, nth.1));
+                nth.1 += 1;
             }
-            let key = send_key(self.draw_seed, step, s, nth.1);
-            nth.1 += 1;
-            let send = letters.len() as u32;
-            infos.push(SendInfo { index, sender: s, key, broadcast: planned.broadcast });
-            letters.push(planned.letter);
-            let order = self.staged.len() as u32;
-            self.staged.extend(reaches.iter().enumerate().map(|(i, &reach)| Staged {
-                reach,
-                send,
-                order: order + i as u32,
-            }));
         }
-        self.sort_staged_by_receiver();
-        let (by_receiver, starts, capacity, seq) = (&self.by_receiver, &self.starts, self.capacity, self.seq);
-        let served = if self.staged.is_empty() {
+        let (capacity, seq, chunks_read) = (self.capacity, self.seq, &*chunks);
+        let first_send_read = &first_send;
+        let served = if messages == 0 {
             Vec::new()
         } else {
-            passes.map_chunks_mut(&mut self.slots, |first, chunk| {
+            passes.map_chunks_mut(&mut self.slots, |first, block| {
                 let mut served = Served::default();
-                for (i, slot) in chunk.iter_mut().enumerate() {
-                    let Some(record) = slot else { continue };
-                    for s in &by_receiver[starts[first + i] as usize..starts[first + i + 1] as usize] {
-                        let info = &infos[s.send as usize];
-                        let cause = if loss_draw(info.key, s.reach.receiver) >= s.reach.probability {
+                // The block's messages from every chunk, put in receiver order (a counting
+                // sort: each receiver's stay in sending order), so that each receiver's queue is
+                // filled in one go.
+                let b = first / PASS_CHUNK;
+                let mut starts = [0u32; PASS_CHUNK + 1];
+                for chunk in chunks_read {
+                    for s in chunk.block(b) {
+                        starts[s.receiver as usize - first + 1] += 1;
+                    }
+                }
+                for r in 0..PASS_CHUNK {
+                    starts[r + 1] += starts[r];
+                }
+                if starts[PASS_CHUNK] == 0 {
+                    return served;
+                }
+                let mut by_receiver = BY_RECEIVER.take();
+                by_receiver.clear();
+                by_receiver.resize(starts[PASS_CHUNK] as usize, (0, 0));
+                let mut next = starts;
+                for (c, chunk) in chunks_read.iter().enumerate() {
+                    let from = chunk.starts[b];
+                    for (i, s) in chunk.block(b).iter().enumerate() {
+                        let at = &mut next[s.receiver as usize - first];
+                        by_receiver[*at as usize] = (c as u32, from + i as u32);
+                        *at += 1;
+                    }
+                }
+                for &(c, i) in by_receiver.iter() {
+                    let chunk = &chunks_read[c as usize];
+                    let s = chunk.staged[i as usize];
+                    let planned = &chunk.plans[s.send as usize];
+                    let Some(key) = planned.key else { continue };
+                    let record = block.get_mut(s.receiver as usize - first).and_then(Option::as_mut);
+                    let cause = match record {
+                        None => DropCause::UnknownRobot,
+                        // Never lost at probability 1 (a draw is below 1): no draw needed.
+                        Some(_) if s.probability < 1.0 && loss_draw(key, s.receiver) >= s.probability => {
                             DropCause::Lost
-                        } else if record.inbox.len() >= capacity {
-                            DropCause::InboxFull
-                        } else {
-                            let letter = letters[s.send as usize].as_ref().expect("a send with receivers has a letter");
+                        }
+                        Some(record) if record.inbox.len() >= capacity => DropCause::InboxFull,
+                        Some(record) => {
+                            let letter = planned.letter.as_ref().expect("a send with receivers has a letter");
                             let message = Message {
                                 letter: letter.clone(),
-                                receiver: (!info.broadcast).then(|| record.name.clone()),
                                 sent_step: step,
-                                received_step: s.reach.at,
-                                // Sending order: the message's place among the step's, after
-                                // every earlier step's.
-                                seq: seq + u64::from(s.order) + 1,
+                                received_step: s.at,
+                                // Sending order: the send's place among the step's, after every
+                                // earlier step's.
+                                seq: seq + u64::from(first_send_read[c as usize] + s.send) + 1,
                             };
                             enqueue(&mut record.inbox, message);
                             served.queued += 1;
                             continue;
-                        };
-                        served.failed.push((s.order, cause));
-                    }
+                        }
+                    };
+                    served.failed.push(Failed { chunk: c, send: s.send, order: s.order, cause });
                 }
+                BY_RECEIVER.set(by_receiver);
                 served
             })
         };
-        let mut failed = Vec::new();
+        // The failed messages, counted for their send and its sender and marked by place.
+        let failed_bits = &mut self.failed_bits;
+        failed_bits.clear();
+        failed_bits.resize((messages as usize).div_ceil(64), 0);
         let mut queued = 0;
-        for mut chunk in served {
+        for chunk in &served {
             queued += chunk.queued;
-            failed.append(&mut chunk.failed);
-        }
-        failed.sort_unstable_by_key(|f| f.0);
-        // Each send's outcome, from its receivers in sending order and the failed among them.
-        let mut failed = failed.iter().peekable();
-        let mut runs = self.staged.chunk_by(|a, b| a.send == b.send).peekable();
-        for (send, info) in infos.iter().enumerate() {
-            let sent = &mut results[info.index as usize];
-            let drops = sent.dropped;
-            let run = runs.next_if(|run| run[0].send == send as u32).unwrap_or_default();
-            for s in run {
-                match failed.next_if(|f| f.0 == s.order) {
-                    Some(&(_, cause)) => sent.dropped.add(cause, 1),
-                    None => {
-                        sent.queued += 1;
-                        sent.received_step = Some(s.reach.at);
-                    }
+            for f in &chunk.failed {
+                let place = (first_message[f.chunk as usize] + f.order) as usize;
+                failed_bits[place / 64] |= 1 << (place % 64);
+                results[(first_send[f.chunk as usize] + f.send) as usize].dropped.add(f.cause, 1);
+                self.stats.dropped.add(f.cause, 1);
+                let sender = chunks[f.chunk as usize].plans[f.send as usize].sender;
+                if let Some(record) = sender.and_then(|s| self.slots[s as usize].as_mut()) {
+                    record.stats.dropped.add(f.cause, 1);
                 }
             }
-            let (lost, full) = (sent.dropped.get(DropCause::Lost), sent.dropped.get(DropCause::InboxFull));
-            self.stats.sent += run.len() as u64;
-            self.stats.dropped.add(DropCause::Lost, lost);
-            self.stats.dropped.add(DropCause::InboxFull, full);
-            let from = &mut self.slots[info.sender as usize].as_mut().expect("a sender of this step").stats;
-            from.sent += drops.total() + run.len() as u64;
-            for (cause, n) in drops.iter() {
-                from.dropped.add(cause, n);
+        }
+        // Each send's outcome: its messages less those that failed, the latest receive step
+        // of those queued.
+        let failed = |place: usize| failed_bits[place / 64] & (1 << (place % 64)) != 0;
+        let mut sent = results.iter_mut();
+        for (c, chunk) in chunks.iter().enumerate() {
+            for planned in &chunk.plans {
+                let sent = sent.next().expect("a result for every send");
+                let Some(s) = planned.sender.filter(|_| planned.key.is_some()) else { continue };
+                let run = planned.queue.len() as u64;
+                let failures = sent.dropped.total() - planned.drops.total();
+                sent.queued = run - failures;
+                let base = first_message[c] as usize;
+                let reaches = &chunk.reaches[planned.queue.clone()];
+                sent.received_step = if failures == 0 {
+                    reaches.iter().map(|r| r.at).max()
+                } else {
+                    let queued = planned.queue.clone().filter(|&i| !failed(base + i));
+                    queued.map(|i| chunk.reaches[i].at).max()
+                };
+                self.stats.sent += run;
+                let from = &mut self.slots[s as usize].as_mut().expect("a sender of this step").stats;
+                from.sent += planned.drops.total() + run;
+                for (cause, n) in planned.drops.iter() {
+                    from.dropped.add(cause, n);
+                }
             }
-            from.dropped.add(DropCause::Lost, lost);
-            from.dropped.add(DropCause::InboxFull, full);
         }
         self.stats.in_flight += queued;
-        self.seq += self.staged.len() as u64;
+        self.seq += results.len() as u64;
         results
-    }
-
-    /// Puts [`CommsModel::staged`] in receiver order into `by_receiver` (a counting sort, so
-    /// each receiver's messages stay in sending order), with `starts[r]..starts[r + 1]` the
-    /// range of receiver `r`.
-    fn sort_staged_by_receiver(&mut self) {
-        if self.staged.is_empty() {
-            return;
-        }
-        let slots = self.slots.len();
-        self.starts.clear();
-        self.starts.resize(slots + 1, 0);
-        for s in &self.staged {
-            self.starts[s.reach.receiver as usize + 1] += 1;
-        }
-        for r in 0..slots {
-            self.starts[r + 1] += self.starts[r];
-        }
-        let mut next = self.starts.clone();
-        self.by_receiver.clear();
-        self.by_receiver.resize(self.staged.len(), self.staged[0]);
-        for s in &self.staged {
-            let at = &mut next[s.reach.receiver as usize];
-            self.by_receiver[*at as usize] = *s;
-            *at += 1;
-        }
     }
 
     /// Plans and applies one send (see [`CommsModel::plan`]).
@@ -806,10 +917,10 @@ impl<T> CommsModel<T> {
         T: Send + Sync,
     {
         self.prepare();
-        let mut queue = Vec::new();
-        let planned = self.plan(sender, to, step, candidates, distance, &mut queue, content);
-        let reaches = planned.reaches(&queue);
-        let mut sent = self.apply_all(step, [(planned, reaches)], &Passes::ONE);
+        let mut chunk = PlannedChunk::default();
+        self.plan(sender, to, step, candidates, distance, &mut chunk, content);
+        self.seal(&mut chunk);
+        let mut sent = self.apply_all(step, std::slice::from_mut(&mut chunk), &Passes::ONE);
         sent.pop().expect("one send, one result")
     }
 
@@ -882,31 +993,38 @@ impl<T> CommsModel<T> {
     }
 }
 
-/// A receiver in reach of one of a step's sends, staged for [`CommsModel::apply_all`].
-#[derive(Debug, Clone, Copy)]
+/// A receiver in reach of one of a chunk's sends, grouped by block for
+/// [`CommsModel::apply_all`].
+#[derive(Debug, Clone, Copy, Default)]
 struct Staged {
-    reach: Reach,
-    /// The send (among the step's sends with receivers) and the message's place in sending order.
+    receiver: RobotId,
+    /// The send's place in its chunk, and the message's among the chunk's messages.
     send: u32,
     order: u32,
+    probability: f32,
+    at: u64,
 }
 
-/// What the receivers of one send share besides its letter.
-struct SendInfo {
-    /// The send's place among all the step's sends (the result it goes to).
-    index: u32,
-    sender: RobotId,
-    /// Seeds the loss draws of its receivers.
-    key: u64,
-    broadcast: bool,
+thread_local! {
+    /// Room for one block's messages in receiver order (chunk, place in its `staged`), kept by
+    /// each thread between steps.
+    static BY_RECEIVER: std::cell::Cell<Vec<(u32, u32)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// What one chunk of receivers made of the step's messages: how many it queued, and which (by
-/// place in sending order) it did not, and why.
+/// A message one block of receivers did not queue: where it was planned, and why.
+struct Failed {
+    chunk: u32,
+    send: u32,
+    order: u32,
+    cause: DropCause,
+}
+
+/// What one block of receivers made of the step's messages: how many it queued, and which it
+/// did not.
 #[derive(Default)]
 struct Served {
     queued: u64,
-    failed: Vec<(u32, DropCause)>,
+    failed: Vec<Failed>,
 }
 
 /// Messages handed out to their receivers, and their latencies.
@@ -1094,7 +1212,7 @@ mod tests {
         assert_eq!((out.queued, out.dropped(DropCause::OutOfRange), out.total()), (2, 1, 3));
         assert!(m.get_messages("a", 0).unwrap().is_empty());
         let got = m.get_messages("b", 0).unwrap();
-        assert_eq!((got[0].receiver.clone(), &**got[0].sender()), (None, "a"));
+        assert_eq!((got[0].receiver().cloned(), &**got[0].sender()), (None, "a"));
         assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
         assert!(m.get_messages("d", 0).unwrap().is_empty());
     }
@@ -1243,18 +1361,12 @@ mod tests {
         let by_one: Vec<Sent> = sends.iter().map(|&(s, to, c)| one.send(ids(&one)[s], to, c, 7, &all, far)).collect();
         // All planned first, last to first, then applied together in sending order.
         let mut two = setup();
-        let mut queues = vec![Vec::new(); sends.len()];
-        let mut plans: Vec<Option<Planned<&str>>> = vec![None; sends.len()];
+        let mut chunks: Vec<PlannedChunk<&str>> = (0..sends.len()).map(|_| PlannedChunk::default()).collect();
         for i in (0..sends.len()).rev() {
             let (s, to, c) = sends[i];
-            plans[i] = Some(two.plan(ids(&two)[s], to, 7, &all, far, &mut queues[i], c));
+            two.plan(ids(&two)[s], to, 7, &all, far, &mut chunks[i], c);
         }
-        let batch = plans.into_iter().zip(&queues).map(|(planned, queue)| {
-            let planned = planned.unwrap();
-            let reaches = planned.reaches(queue);
-            (planned, reaches)
-        });
-        let by_plan = two.apply_all(7, batch, &Passes::ONE);
+        let by_plan = two.apply_all(7, &mut chunks, &Passes::ONE);
         assert_eq!(by_one, by_plan);
         assert_eq!(one.stats, two.stats);
         assert!(one.stats.dropped.get(DropCause::Lost) > 0 && one.stats.dropped.get(DropCause::InboxFull) > 0);
@@ -1268,11 +1380,11 @@ mod tests {
 
     /// 1,000 robots on a line, each broadcasting twice a step to its neighbours within 3 m and
     /// sometimes to robot 0, through small lossy queues: the same outcomes, queues and hand-outs
-    /// served on one thread and in parallel chunks.
+    /// served on one thread and in parallel chunks, and planned in one chunk or in many.
     #[test]
     fn a_step_applied_on_several_threads_is_the_step_applied_on_one() {
         bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new);
-        let run = |passes: Passes| {
+        let run = |passes: Passes, senders_per_chunk: u32| {
             let mut m: CommsModel<u32> =
                 CommsModel::new(SystemParams { probability: 0.8, range: Some(3.0), delay: 0, link: true }, 6, 5);
             for i in 0..1000 {
@@ -1283,20 +1395,24 @@ mod tests {
             let distance = |a: RobotId, b: RobotId| Some((a as f32 - b as f32).abs());
             let mut log = Vec::new();
             for step in 0..5u64 {
-                let (mut plans, mut queue) = (Vec::new(), Vec::new());
+                let mut chunks = Vec::new();
                 for s in 0..1000u32 {
+                    if s % senders_per_chunk == 0 {
+                        chunks.push(PlannedChunk::default());
+                    }
+                    let chunk = chunks.last_mut().unwrap();
                     let near: Vec<RobotId> = (s.saturating_sub(3)..(s + 4).min(1000)).collect();
-                    plans.push(m.plan(Some(s), To::Broadcast, step, &near, distance, &mut queue, s));
-                    plans.push(m.plan(Some(s), To::Broadcast, step, &near, distance, &mut queue, s + 1000));
+                    m.plan(Some(s), To::Broadcast, step, &near, distance, chunk, s);
+                    m.plan(Some(s), To::Broadcast, step, &near, distance, chunk, s + 1000);
                     if s % 7 == 0 {
-                        plans.push(m.plan(Some(s), To::Robot(Some(0)), step, &[], distance, &mut queue, s + 2000));
+                        m.plan(Some(s), To::Robot(Some(0)), step, &[], distance, chunk, s + 2000);
                     }
                 }
-                let batch = plans.into_iter().map(|p| {
-                    let reaches = p.reaches(&queue);
-                    (p, reaches)
-                });
-                let sent = m.apply_all(step, batch, &passes);
+                // Sealed where planned, or (every other chunk) left to apply_all.
+                for chunk in chunks.iter_mut().step_by(2) {
+                    m.seal(chunk);
+                }
+                let sent = m.apply_all(step, &mut chunks, &passes);
                 m.hand_out_all(step, &passes);
                 let mut handed = Vec::new();
                 for id in 0..1000 {
@@ -1308,7 +1424,7 @@ mod tests {
             }
             (log, m.stats.clone())
         };
-        let one = run(Passes::ONE);
+        let one = run(Passes::ONE, 1000);
         let stats = &one.1;
         assert!(
             stats.dropped.get(DropCause::Lost) > 1000 && stats.dropped.get(DropCause::InboxFull) > 1000,
@@ -1316,8 +1432,10 @@ mod tests {
         );
         assert!(stats.in_flight > 0 && stats.delivered > 10_000, "{stats:?}");
         assert!(identity_holds_stats(stats));
-        assert!(run(Passes { threads: 2 }) == one);
-        assert!(run(Passes { threads: 8 }) == one);
+        assert!(run(Passes { threads: 2 }, 1000) == one);
+        assert!(run(Passes { threads: 8 }, 1000) == one);
+        assert!(run(Passes { threads: 2 }, 37) == one);
+        assert!(run(Passes::ONE, 1) == one);
     }
 
     #[test]
@@ -1347,7 +1465,25 @@ mod tests {
         assert_eq!(out.queued, 2);
         let (b, c) = (m.get_messages("b", 0).unwrap(), m.get_messages("c", 0).unwrap());
         assert!(b[0].same_send(&c[0]));
-        assert_eq!((&**b[0].sender(), b[0].receiver.as_deref()), ("a", None));
+        assert_eq!((&**b[0].sender(), b[0].receiver().map(|r| &**r)), ("a", None));
+        // One sequence number per send, shared by its receivers; the next send gets the next.
+        assert_eq!((b[0].seq, c[0].seq), (1, 1));
+        m.send(m.id("b"), To::Robot(m.id("c")), "to c".to_string(), 1, &[], |_, _| None);
+        let c = m.get_messages("c", 1).unwrap();
+        assert_eq!((c[0].seq, c[0].receiver().map(|r| &**r), c[0].content().as_str()), (2, Some("c"), "to c"));
+    }
+
+    /// A send's `received_step` is the latest among the messages it queued, whatever order its
+    /// receivers were planned in (pair delays differ by receiver).
+    #[test]
+    fn a_sends_receive_step_is_its_latest_queued_message() {
+        let mut m = model(&["a", "b", "c", "d"]);
+        m.set_pair("a", "c", PairParams { delay: Some(5), ..default_pair() });
+        m.set_pair("a", "d", PairParams { link: Some(false), delay: Some(9), ..default_pair() });
+        for order in [[1, 2, 3], [3, 2, 1], [2, 3, 1]] {
+            let out = m.send(m.id("a"), To::Broadcast, "x", 0, &order, |_, _| None);
+            assert_eq!((out.queued, out.received_step, out.dropped(DropCause::LinkOff)), (2, Some(5), 1), "{order:?}");
+        }
     }
 
     #[test]

@@ -1,17 +1,16 @@
 //! The communication model in the loop: one [`Radio`] resource holds the model; robots register
 //! when a scene loads (in robot order) and unregister when they despawn; in the communicate
 //! stage every robot's [`RadioOut`] is sent and every robot's due messages land in its
-//! [`RadioIn`] for the next think stage. Broadcast fan-out asks the world's spatial index for the
-//! robots within range instead of scanning all robots.
+//! [`RadioIn`] for the next think stage. A broadcast's candidates come from a grid of the
+//! registered robots' centres, rebuilt each step a robot talks, instead of a scan of all robots.
 
 use std::sync::Arc;
 
-use bevy::ecs::entity::EntityHashMap;
 use bevy::prelude::*;
 use serde_json::json;
 
 use super::model::{
-    CommType, CommsError, CommsModel, PairParams, Planned, Reach, RobotId, RobotParams, SystemParams, Target, To,
+    CommType, CommsError, CommsModel, PairParams, PlannedChunk, RobotId, RobotParams, SystemParams, Target, To,
 };
 use super::{DropCause, Message};
 use crate::robot::Robot;
@@ -19,7 +18,6 @@ use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream_seed;
 use crate::sim::{LoadSystems, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
-use crate::world::{Seeable, SpatialIndex};
 
 /// The robot's communication abilities (seed 000), as written in the scene.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,10 +183,113 @@ struct Slots {
     generation: u64,
     /// The slot of each robot, in robot order (`None`: not registered).
     by_order: Vec<Option<RobotId>>,
-    /// Robot order and slot of each registered robot.
-    by_entity: EntityHashMap<(u32, RobotId)>,
     /// Where each slot's robot is this step (one entry per slot of the model).
     positions: Vec<Option<Vec2>>,
+    /// The same robots in a grid, for a broadcast's candidates.
+    grid: RobotGrid,
+}
+
+/// The registered robots' centres in a uniform grid of about one robot per cell, rebuilt every
+/// step a robot talks: a broadcast's candidates come from it without the world index's other
+/// discs (pens, pads) or a map from entities to slots. In a step of only a few broadcasts, each
+/// of them scans the list of centres instead (cheaper than building the grid).
+#[derive(Debug, Default)]
+struct RobotGrid {
+    /// No grid this step: `robots` is the plain list, scanned by each query.
+    scan: bool,
+    min: Vec2,
+    cell: f32,
+    cols: usize,
+    rows: usize,
+    /// `robots[starts[c]..starts[c + 1]]` are in cell `c` (row by row), in robot order.
+    starts: Vec<u32>,
+    robots: Vec<(Vec2, RobotId)>,
+}
+
+/// Steps with fewer broadcasts than this scan the robots' list for each instead of building the
+/// grid (a scan of 10,000 centres costs about what a tenth of a grid's build does).
+const GRID_FROM_BROADCASTS: usize = 8;
+
+impl RobotGrid {
+    /// The grid of `robots` (in robot order; robots at no finite place are left out), or their
+    /// plain list when only a few `broadcasts` will ask.
+    fn rebuild(&mut self, robots: impl Iterator<Item = (Vec2, RobotId)> + Clone, broadcasts: usize) {
+        let finite = robots.filter(|(p, _)| p.is_finite());
+        self.scan = broadcasts < GRID_FROM_BROADCASTS;
+        if self.scan {
+            self.robots.clear();
+            self.robots.extend(finite);
+            return;
+        }
+        let (mut min, mut max, mut n) = (Vec2::splat(f32::INFINITY), Vec2::splat(f32::NEG_INFINITY), 0usize);
+        for (p, _) in finite.clone() {
+            (min, max, n) = (min.min(p), max.max(p), n + 1);
+        }
+        self.robots.clear();
+        if n == 0 {
+            (self.cols, self.rows) = (0, 0);
+            self.starts.clear();
+            return;
+        }
+        let size = (max - min).max(Vec2::splat(1e-3));
+        // About one robot per cell, and never more cells than a few per robot.
+        self.cell = (size.x * size.y / n as f32).sqrt().max(size.x.max(size.y) / (4 * n) as f32).max(1e-3);
+        self.min = min;
+        let cells = |extent: f32, cell: f32| ((extent / cell) as usize + 1).min(4 * n);
+        (self.cols, self.rows) = (cells(size.x, self.cell), cells(size.y, self.cell));
+        self.starts.clear();
+        self.starts.resize(self.cols * self.rows + 1, 0);
+        for (p, _) in finite.clone() {
+            let c = self.cell_of(p);
+            self.starts[c + 1] += 1;
+        }
+        for c in 0..self.cols * self.rows {
+            self.starts[c + 1] += self.starts[c];
+        }
+        let mut next = self.starts.clone();
+        self.robots.resize(n, (Vec2::ZERO, 0));
+        for (p, id) in finite {
+            let at = &mut next[self.cell_of(p)];
+            self.robots[*at as usize] = (p, id);
+            *at += 1;
+        }
+    }
+
+    fn column(&self, x: f32) -> usize {
+        (((x - self.min.x) / self.cell).max(0.0) as usize).min(self.cols - 1)
+    }
+
+    fn row(&self, y: f32) -> usize {
+        (((y - self.min.y) / self.cell).max(0.0) as usize).min(self.rows - 1)
+    }
+
+    fn cell_of(&self, p: Vec2) -> usize {
+        self.row(p.y) * self.cols + self.column(p.x)
+    }
+
+    /// Every robot whose centre is within `range` of `center` (and a few within a centimetre
+    /// more: the model decides the exact distance), cell row by cell row.
+    fn within(&self, center: Vec2, range: f32, out: &mut Vec<RobotId>) {
+        let reach = range + 0.01;
+        if self.scan {
+            let near = self.robots.iter().filter(|(p, _)| p.distance_squared(center) <= reach * reach);
+            out.extend(near.map(|&(_, id)| id));
+            return;
+        }
+        if self.cols == 0 || !center.is_finite() {
+            return;
+        }
+        let (x0, x1) = (self.column(center.x - reach), self.column(center.x + reach));
+        let (y0, y1) = (self.row(center.y - reach), self.row(center.y + reach));
+        for y in y0..=y1 {
+            let (from, to) = (self.starts[y * self.cols + x0], self.starts[y * self.cols + x1 + 1]);
+            for &(p, id) in &self.robots[from as usize..to as usize] {
+                if p.distance_squared(center) <= reach * reach {
+                    out.push(id);
+                }
+            }
+        }
+    }
 }
 
 /// One send of this step. Sends are taken out of each robot's [`RadioOut`] (which keeps its
@@ -203,14 +304,10 @@ struct Outgoing {
     payload: Option<Payload>,
 }
 
-/// A chunk of sends, decided: one plan per send, in order, and their receivers.
-type Decided = (Vec<Planned<Payload>>, Vec<Reach>);
-
 #[allow(clippy::too_many_arguments)]
 fn deliver(
     time: Res<SimTime>,
     mut log: ResMut<RadioLog>,
-    index: Res<SpatialIndex>,
     order: Res<RobotOrder>,
     passes: Res<Passes>,
     mut radio: ResMut<Radio>,
@@ -233,19 +330,13 @@ fn deliver(
         return;
     }
     if slots.generation != model.generation() || order.is_changed() || slots.by_order.len() != order.0.len() {
-        let (mut by_order, mut by_entity) = (Vec::with_capacity(order.0.len()), EntityHashMap::default());
-        for (i, &e) in order.0.iter().enumerate() {
-            let id = robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()));
-            if let Some(id) = id {
-                by_entity.insert(e, (i as u32, id));
-            }
-            by_order.push(id);
-        }
+        let by_order: Vec<Option<RobotId>> =
+            order.0.iter().map(|&e| robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()))).collect();
         let positions = vec![None; by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0)];
-        *slots = Slots { generation: model.generation(), by_order, by_entity, positions };
+        *slots = Slots { generation: model.generation(), by_order, positions, grid: RobotGrid::default() };
     }
     if talking {
-        let Slots { by_order, by_entity, positions, .. } = &mut *slots;
+        let Slots { by_order, positions, grid, .. } = &mut *slots;
         // Robots send in robot order.
         outgoing.clear();
         for (&e, id) in order.0.iter().zip(by_order.iter()) {
@@ -266,33 +357,31 @@ fn deliver(
                 outgoing.extend(sends);
             }
         }
+        let broadcasts = outgoing.iter().filter(|out| out.target == Target::Broadcast).count();
+        grid.rebuild(by_order.iter().flatten().filter_map(|&id| Some((positions[id as usize]?, id))), broadcasts);
         model.prepare();
-        let decide = |_: usize, chunk: &mut [Outgoing]| -> Decided {
-            let (mut plans, mut queue, mut near, mut found) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let decide = |_: usize, chunk: &mut [Outgoing]| -> PlannedChunk<Payload> {
+            let (mut planned, mut near) = (PlannedChunk::default(), Vec::new());
             let distance = |a: RobotId, b: RobotId| Some(positions[a as usize]?.distance(positions[b as usize]?));
             for out in chunk {
                 near.clear();
                 let to = match &out.target {
                     Target::Robot(n) => To::Robot(model.id(n)),
                     Target::Broadcast => {
-                        receivers_around(model, &index, (by_order, by_entity), out, &mut found, &mut near);
+                        receivers_around(model, grid, by_order, out, &mut near);
                         To::Broadcast
                     }
                 };
                 let payload = out.payload.take().expect("planned once");
-                plans.push(model.plan(out.sender, to, time.step, &near, distance, &mut queue, payload));
+                model.plan(out.sender, to, time.step, &near, distance, &mut planned, payload);
             }
-            (plans, queue)
+            // Grouped by receiver here, in parallel, for the serial part of applying them.
+            model.seal(&mut planned);
+            planned
         };
-        let (plans, queues): (Vec<_>, Vec<_>) = passes.map_chunks_mut(&mut outgoing, decide).into_iter().unzip();
         // Applied as if sent one by one in robot order: each receiver's queue fills in that order.
-        let sends = plans.into_iter().zip(&queues).flat_map(|(plans, queue)| {
-            plans.into_iter().map(move |planned| {
-                let reaches = planned.reaches(queue);
-                (planned, reaches)
-            })
-        });
-        let sent = model.apply_all(time.step, sends, &passes);
+        let mut planned = passes.map_chunks_mut(&mut outgoing, decide);
+        let sent = model.apply_all(time.step, &mut planned, &passes);
         if log.enabled {
             for (out, sent) in outgoing.drain(..).zip(sent) {
                 let to = match out.target {
@@ -313,35 +402,21 @@ fn deliver(
     }
 }
 
-/// The registered robots a broadcast from `out` may reach, in robot order: every robot whose
-/// body meets the circle of the sender's widest range (the model then checks the exact distance
-/// between the centres; the others it counts as out of range), or every registered robot when
-/// the range is unlimited.
+/// The registered robots a broadcast from `out` may reach: every robot whose centre is within
+/// the sender's widest range (the model then checks the exact distance; the others it counts as
+/// out of range), or every registered robot when the range is unlimited. They come in the
+/// grid's order: nothing depends on it, since a send gives each receiver one message, drawn for
+/// loss by receiver, and all of them one sequence number.
 fn receivers_around(
     model: &CommsModel<Payload>,
-    index: &SpatialIndex,
-    (by_order, by_entity): (&[Option<RobotId>], &EntityHashMap<(u32, RobotId)>),
+    grid: &RobotGrid,
+    by_order: &[Option<RobotId>],
     out: &Outgoing,
-    found: &mut Vec<(u32, RobotId)>,
     near: &mut Vec<RobotId>,
 ) {
     let own = out.sender.and_then(|s| model.record(s)).and_then(|r| r.params.range);
     match [model.system.range, own].into_iter().flatten().reduce(f32::min) {
-        Some(range) => {
-            found.clear();
-            index.discs_around(out.pos, range + index.max_radius(), |d| {
-                let reach = range + d.radius;
-                if d.kind == Some(Seeable::Robot)
-                    && d.pos.distance_squared(out.pos) <= reach * reach
-                    && let Some(&found_at) = by_entity.get(&d.entity)
-                {
-                    found.push(found_at);
-                }
-            });
-            // Sorted by robot order: entity ids differ between the app and a headless run.
-            found.sort_unstable();
-            near.extend(found.iter().map(|&(_, id)| id));
-        }
+        Some(range) => grid.within(out.pos, range, near),
         None => near.extend(by_order.iter().flatten()),
     }
 }
@@ -387,6 +462,48 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::RngExt;
+
+    /// The grid's candidates are every robot within range of the centre (a few just beyond
+    /// may come too), each once, for robots spread, crowded on one spot, on a line, and with
+    /// some at no finite place, from a grid and from the plain list a step of few broadcasts
+    /// scans.
+    #[test]
+    fn the_robot_grid_finds_every_robot_in_range() {
+        let mut rng = crate::sim::rng::stream(7, "grid", 0);
+        let spread: Vec<Vec2> =
+            (0..2000).map(|_| Vec2::new(rng.random_range(-30.0..30.0), rng.random_range(-10.0..10.0))).collect();
+        let crowded: Vec<Vec2> = (0..300).map(|i| Vec2::new(1.0, 2.0) + Vec2::splat(i as f32 * 1e-6)).collect();
+        let line: Vec<Vec2> = (0..500).map(|i| Vec2::new(i as f32 * 0.37, 4.0)).collect();
+        let mut odd = spread[..200].to_vec();
+        odd.extend([Vec2::NAN, Vec2::new(f32::INFINITY, 0.0), Vec2::new(1e30, -1e30)]);
+        for (robots, broadcasts) in [spread, crowded, line, odd].into_iter().flat_map(|r| [(r.clone(), 1), (r, 1000)]) {
+            let mut grid = RobotGrid::default();
+            grid.rebuild(robots.iter().enumerate().map(|(i, &p)| (p, i as RobotId)), broadcasts);
+            assert_eq!(grid.scan, broadcasts < GRID_FROM_BROADCASTS);
+            // About one robot per cell: never more than a few cells per robot.
+            assert!(grid.starts.len() <= 9 * robots.len() + 2, "{} cells", grid.starts.len());
+            for (k, &center) in robots.iter().enumerate().step_by(7) {
+                for range in [0.0, 0.5, 2.0, 15.0] {
+                    let mut found = Vec::new();
+                    grid.within(center, range, &mut found);
+                    let mut sorted = found.clone();
+                    sorted.sort_unstable();
+                    sorted.dedup();
+                    assert_eq!(sorted.len(), found.len(), "each robot once");
+                    for (i, p) in robots.iter().enumerate() {
+                        let d = p.distance(center);
+                        if d <= range {
+                            assert!(found.contains(&(i as RobotId)), "robot {i} at {d} m from {k}, range {range}");
+                        }
+                        if found.contains(&(i as RobotId)) {
+                            assert!(d <= range + 0.02, "robot {i} at {d} m from {k} is no candidate for {range}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn payloads_travel_as_json_and_back() {

@@ -586,7 +586,7 @@ fn exchange(
                 .map(|m| InMessage {
                     from: m.sender().to_string(),
                     sent: m.sent_step,
-                    broadcast: m.receiver.is_none(),
+                    broadcast: m.receiver().is_none(),
                     content: m.content().to_json(),
                 })
                 .collect(),
