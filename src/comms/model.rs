@@ -362,11 +362,24 @@ pub struct PlannedChunk<T> {
     starts: Vec<u32>,
     /// The blocks it was sealed for (0: not sealed).
     sealed: usize,
+    /// Letters of earlier steps, kept to be written over once no message holds them: the
+    /// oldest last.
+    spare: Vec<Arc<Letter<T>>>,
+    /// Spare letters found still held while planning this step, for a later one.
+    held: Vec<Arc<Letter<T>>>,
 }
 
 impl<T> Default for PlannedChunk<T> {
     fn default() -> Self {
-        Self { plans: Vec::new(), reaches: Vec::new(), staged: Vec::new(), starts: Vec::new(), sealed: 0 }
+        Self {
+            plans: Vec::new(),
+            reaches: Vec::new(),
+            staged: Vec::new(),
+            starts: Vec::new(),
+            sealed: 0,
+            spare: Vec::new(),
+            held: Vec::new(),
+        }
     }
 }
 
@@ -378,6 +391,38 @@ impl<T> PlannedChunk<T> {
 
     pub fn is_empty(&self) -> bool {
         self.plans.is_empty()
+    }
+
+    /// Empties it for the next step's sends, keeping its room and its letters: a chunk planned
+    /// into step after step makes a new letter only when every one it made before is still
+    /// held by a message (instead of an allocation and a free for every send). It keeps at most
+    /// a few times as many letters as its last step's sends.
+    pub fn recycle(&mut self) {
+        let sends = self.plans.len();
+        let (earlier, held) = (std::mem::take(&mut self.spare), std::mem::take(&mut self.held));
+        // Newest first, so the oldest (the likeliest to be free) are taken first.
+        self.spare.extend(self.plans.drain(..).filter_map(|p| p.letter));
+        self.spare.extend(earlier);
+        self.spare.extend(held);
+        let keep = 4 * sends + 64;
+        if self.spare.len() > keep {
+            self.spare.drain(..self.spare.len() - keep);
+        }
+        self.reaches.clear();
+        self.staged.clear();
+        self.sealed = 0;
+    }
+
+    /// A letter for a send: a spare one no message holds any more, written over, or a new one.
+    fn letter(&mut self, letter: Letter<T>) -> Arc<Letter<T>> {
+        while let Some(mut spare) = self.spare.pop() {
+            if let Some(free) = Arc::get_mut(&mut spare) {
+                *free = letter;
+                return spare;
+            }
+            self.held.push(spare);
+        }
+        Arc::new(letter)
     }
 
     /// Groups the reaches by block of [`PASS_CHUNK`] receivers (`blocks` of them): a counting
@@ -725,7 +770,7 @@ impl<T> CommsModel<T> {
         planned.queue = start..queue.len();
         if !planned.queue.is_empty() {
             let receiver = if broadcast { None } else { self.record(queue[start].receiver).map(|r| r.name.clone()) };
-            planned.letter = Some(Arc::new(Letter { sender: from.name.clone(), receiver, content }));
+            planned.letter = Some(chunk.letter(Letter { sender: from.name.clone(), receiver, content }));
         }
         chunk.plans.push(planned);
     }
@@ -1475,6 +1520,48 @@ mod tests {
 
     /// A send's `received_step` is the latest among the messages it queued, whatever order its
     /// receivers were planned in (pair delays differ by receiver).
+    /// A chunk planned into step after step writes a new send over a letter of an earlier one
+    /// only when no message holds that letter any more.
+    #[test]
+    fn a_recycled_chunk_writes_over_only_letters_no_message_holds() {
+        let mut m: CommsModel<String> = CommsModel::new(SystemParams::default(), 8, 1);
+        for n in ["a", "b", "c"] {
+            m.register(n, BOTH).unwrap();
+        }
+        m.prepare();
+        let all: Vec<RobotId> = (0..3).collect();
+        let mut chunk = PlannedChunk::default();
+        let step = |m: &mut CommsModel<String>, chunk: &mut PlannedChunk<String>, step: u64, text: &str| {
+            chunk.recycle();
+            m.plan(m.id("a"), To::Broadcast, step, &all, |_, _| None, chunk, text.to_string());
+            let sent = m.apply_all(step, std::slice::from_mut(chunk), &Passes::ONE);
+            assert_eq!(sent[0].queued, 2);
+            (m.get_messages("b", step).unwrap().remove(0), m.get_messages("c", step).unwrap().remove(0))
+        };
+        let (one_b, one_c) = step(&mut m, &mut chunk, 0, "one");
+        let first = Arc::as_ptr(&one_b.letter);
+        drop(one_c);
+        // b still holds the first letter: the next send gets a new one, and b's stays as it was.
+        let (two_b, two_c) = step(&mut m, &mut chunk, 1, "two");
+        assert_ne!(Arc::as_ptr(&two_b.letter), first);
+        assert_eq!(
+            (one_b.content().as_str(), two_b.content().as_str(), two_c.content().as_str()),
+            ("one", "two", "two")
+        );
+        assert!(two_b.same_send(&two_c) && !two_b.same_send(&one_b));
+        // Once no message holds it, the first letter is written over for the next send.
+        drop((one_b, two_b, two_c));
+        let (three_b, three_c) = step(&mut m, &mut chunk, 2, "three");
+        assert_eq!(Arc::as_ptr(&three_b.letter), first);
+        assert!(three_b.same_send(&three_c));
+        assert_eq!((&**three_c.sender(), three_c.content().as_str(), three_c.seq), ("a", "three", 3));
+        // With every message held, it keeps a few times its last step's sends, not every letter
+        // it ever made; each message keeps its own.
+        let held: Vec<_> = (3..200).map(|s| step(&mut m, &mut chunk, s, &format!("more {s}"))).collect();
+        assert!(chunk.spare.len() + chunk.held.len() <= 4 + 64, "{} kept", chunk.spare.len() + chunk.held.len());
+        assert!(held.iter().zip(3..).all(|((b, c), s)| b.content() == &format!("more {s}") && b.same_send(c)));
+    }
+
     #[test]
     fn a_sends_receive_step_is_its_latest_queued_message() {
         let mut m = model(&["a", "b", "c", "d"]);

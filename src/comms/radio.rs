@@ -4,7 +4,7 @@
 //! [`RadioIn`] for the next think stage. A broadcast's candidates come from a grid of the
 //! registered robots' centres, rebuilt each step a robot talks, instead of a scan of all robots.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bevy::prelude::*;
 use serde_json::json;
@@ -17,7 +17,7 @@ use crate::robot::Robot;
 use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream_seed;
-use crate::sim::{LoadSystems, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::sim::{LoadSystems, PASS_CHUNK, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
 
 /// The robot's communication abilities (seed 000), as written in the scene.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +187,8 @@ struct Slots {
     positions: Vec<Option<Vec2>>,
     /// The same robots in a grid, for a broadcast's candidates.
     grid: RobotGrid,
+    /// The planning pass's chunks, kept from step to step for their room and their letters.
+    chunks: Vec<PlannedChunk<Payload>>,
 }
 
 /// The registered robots' centres in a uniform grid of about one robot per cell, rebuilt every
@@ -333,10 +335,10 @@ fn deliver(
         let by_order: Vec<Option<RobotId>> =
             order.0.iter().map(|&e| robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()))).collect();
         let positions = vec![None; by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0)];
-        *slots = Slots { generation: model.generation(), by_order, positions, grid: RobotGrid::default() };
+        *slots = Slots { generation: model.generation(), by_order, positions, ..Slots::default() };
     }
     if talking {
-        let Slots { by_order, positions, grid, .. } = &mut *slots;
+        let Slots { by_order, positions, grid, chunks, .. } = &mut *slots;
         // Robots send in robot order.
         outgoing.clear();
         for (&e, id) in order.0.iter().zip(by_order.iter()) {
@@ -360,8 +362,13 @@ fn deliver(
         let broadcasts = outgoing.iter().filter(|out| out.target == Target::Broadcast).count();
         grid.rebuild(by_order.iter().flatten().filter_map(|&id| Some((positions[id as usize]?, id))), broadcasts);
         model.prepare();
-        let decide = |_: usize, chunk: &mut [Outgoing]| -> PlannedChunk<Payload> {
-            let (mut planned, mut near) = (PlannedChunk::default(), Vec::new());
+        // Each chunk of sends is planned into the chunk that planned the same place last step.
+        chunks.resize_with(outgoing.len().div_ceil(PASS_CHUNK), PlannedChunk::default);
+        let kept: Vec<Mutex<PlannedChunk<Payload>>> = chunks.drain(..).map(Mutex::new).collect();
+        let decide = |first: usize, chunk: &mut [Outgoing]| -> PlannedChunk<Payload> {
+            let mut planned = kept[first / PASS_CHUNK].lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+            planned.recycle();
+            let mut near = Vec::new();
             let distance = |a: RobotId, b: RobotId| Some(positions[a as usize]?.distance(positions[b as usize]?));
             for out in chunk {
                 near.clear();
@@ -380,8 +387,8 @@ fn deliver(
             planned
         };
         // Applied as if sent one by one in robot order: each receiver's queue fills in that order.
-        let mut planned = passes.map_chunks_mut(&mut outgoing, decide);
-        let sent = model.apply_all(time.step, &mut planned, &passes);
+        *chunks = passes.map_chunks_mut(&mut outgoing, decide);
+        let sent = model.apply_all(time.step, chunks, &passes);
         if log.enabled {
             for (out, sent) in outgoing.drain(..).zip(sent) {
                 let to = match out.target {
