@@ -16,8 +16,9 @@
 //!
 //! Robots are kept by [`RobotId`], a slot given at registration, so the hot path (a broadcast
 //! decided for a dozen neighbours, thousands of times a step) does no name lookups and no
-//! per-message allocation: the content is shared by every receiver of a send and names are
-//! shared strings. A send's links and ranges can be decided on any thread
+//! per-message allocation: the content is shared by every receiver of a send, names are shared
+//! strings, and a chunk planned into step after step writes new sends over the letters no
+//! message holds any more. A send's links and ranges can be decided on any thread
 //! ([`CommsModel::plan`], into a [`PlannedChunk`] that also groups its receivers by block of
 //! slots); a step's chunks are then applied together ([`CommsModel::apply_all`]), each block of
 //! receivers on its own, in parallel. A loss draw depends only on the scene seed, the step, the
@@ -790,9 +791,9 @@ impl<T> CommsModel<T> {
     /// Applies a step's planned sends: `chunks` in sending order, each filled by
     /// [`CommsModel::plan`] in sending order. Counts each send's drops; then serves every block
     /// of [`PASS_CHUNK`] receivers on its own (in parallel passes when `passes` say so), each
-    /// receiver taking its messages in sending order: a loss draw for each ([`loss_draw`]; one
-    /// per message, always, so the draws do not depend on the probability), then the message is
-    /// queued if there is room. Returns what became of each send, in order. The result is the
+    /// receiver taking its messages in sending order: a loss draw for each that can be lost
+    /// ([`loss_draw`], keyed by send and receiver, so the draw skipped at probability 1 moves no
+    /// other), then the message is queued if there is room. Returns what became of each send, in order. The result is the
     /// same for any thread count and any cut of the sends into chunks.
     pub fn apply_all(&mut self, step: u64, chunks: &mut [PlannedChunk<T>], passes: &Passes) -> Vec<Sent>
     where
