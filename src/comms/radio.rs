@@ -18,6 +18,7 @@ use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::rng::stream_seed;
 use crate::sim::{LoadSystems, PASS_CHUNK, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::world::spatial::CellGrid;
 
 /// The robot's communication abilities (seed 000), as written in the scene.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,20 +192,17 @@ struct Slots {
     chunks: Vec<PlannedChunk<Payload>>,
 }
 
-/// The registered robots' centres in a uniform grid of about one robot per cell, rebuilt every
-/// step a robot talks: a broadcast's candidates come from it without the world index's other
-/// discs (pens, pads) or a map from entities to slots. In a step of only a few broadcasts, each
-/// of them scans the list of centres instead (cheaper than building the grid).
+/// The registered robots' centres in the world's uniform grid ([`CellGrid`]) with cells sized
+/// for about one robot each, rebuilt every step a robot talks: a broadcast's candidates come from
+/// it without the world index's other discs (pens, pads) or a map from entities to slots. In a
+/// step of only a few broadcasts, each of them scans the list of centres instead (cheaper than
+/// building the grid).
 #[derive(Debug, Default)]
 struct RobotGrid {
-    /// No grid this step: `robots` is the plain list, scanned by each query.
+    /// No grid this step: each query scans `robots`.
     scan: bool,
-    min: Vec2,
-    cell: f32,
-    cols: usize,
-    rows: usize,
-    /// `robots[starts[c]..starts[c + 1]]` are in cell `c` (row by row), in robot order.
-    starts: Vec<u32>,
+    grid: CellGrid,
+    /// The robots at a finite place, in robot order (the grid's items index this list).
     robots: Vec<(Vec2, RobotId)>,
 }
 
@@ -215,81 +213,37 @@ const GRID_FROM_BROADCASTS: usize = 8;
 impl RobotGrid {
     /// The grid of `robots` (in robot order; robots at no finite place are left out), or their
     /// plain list when only a few `broadcasts` will ask.
-    fn rebuild(&mut self, robots: impl Iterator<Item = (Vec2, RobotId)> + Clone, broadcasts: usize) {
-        let finite = robots.filter(|(p, _)| p.is_finite());
-        self.scan = broadcasts < GRID_FROM_BROADCASTS;
-        if self.scan {
-            self.robots.clear();
-            self.robots.extend(finite);
-            return;
-        }
-        let (mut min, mut max, mut n) = (Vec2::splat(f32::INFINITY), Vec2::splat(f32::NEG_INFINITY), 0usize);
-        for (p, _) in finite.clone() {
-            (min, max, n) = (min.min(p), max.max(p), n + 1);
-        }
+    fn rebuild(&mut self, robots: impl Iterator<Item = (Vec2, RobotId)>, broadcasts: usize) {
         self.robots.clear();
-        if n == 0 {
-            (self.cols, self.rows) = (0, 0);
-            self.starts.clear();
+        self.robots.extend(robots.filter(|(p, _)| p.is_finite()));
+        // (An empty list is scanned too: no grid of other robots is left to ask.)
+        self.scan = broadcasts < GRID_FROM_BROADCASTS || self.robots.is_empty();
+        if self.scan {
             return;
         }
-        let size = (max - min).max(Vec2::splat(1e-3));
+        let (min, max) =
+            self.robots.iter().fold((Vec2::INFINITY, Vec2::NEG_INFINITY), |(lo, hi), &(p, _)| (lo.min(p), hi.max(p)));
+        let (size, n) = ((max - min).max(Vec2::splat(1e-3)), self.robots.len() as f32);
         // About one robot per cell, and never more cells than a few per robot.
-        self.cell = (size.x * size.y / n as f32).sqrt().max(size.x.max(size.y) / (4 * n) as f32).max(1e-3);
-        self.min = min;
-        let cells = |extent: f32, cell: f32| ((extent / cell) as usize + 1).min(4 * n);
-        (self.cols, self.rows) = (cells(size.x, self.cell), cells(size.y, self.cell));
-        self.starts.clear();
-        self.starts.resize(self.cols * self.rows + 1, 0);
-        for (p, _) in finite.clone() {
-            let c = self.cell_of(p);
-            self.starts[c + 1] += 1;
-        }
-        for c in 0..self.cols * self.rows {
-            self.starts[c + 1] += self.starts[c];
-        }
-        let mut next = self.starts.clone();
-        self.robots.resize(n, (Vec2::ZERO, 0));
-        for (p, id) in finite {
-            let at = &mut next[self.cell_of(p)];
-            self.robots[*at as usize] = (p, id);
-            *at += 1;
-        }
-    }
-
-    fn column(&self, x: f32) -> usize {
-        (((x - self.min.x) / self.cell).max(0.0) as usize).min(self.cols - 1)
-    }
-
-    fn row(&self, y: f32) -> usize {
-        (((y - self.min.y) / self.cell).max(0.0) as usize).min(self.rows - 1)
-    }
-
-    fn cell_of(&self, p: Vec2) -> usize {
-        self.row(p.y) * self.cols + self.column(p.x)
+        let cell = (size.x * size.y / n).sqrt().max(size.max_element() / (4.0 * n)).max(1e-3);
+        self.grid = CellGrid::new(min, max, cell);
+        self.grid.fill_points(self.robots.iter().map(|&(p, _)| p));
     }
 
     /// Every robot whose centre is within `range` of `center` (and a few within a centimetre
-    /// more: the model decides the exact distance), cell row by cell row.
+    /// more: the model decides the exact distance).
     fn within(&self, center: Vec2, range: f32, out: &mut Vec<RobotId>) {
         let reach = range + 0.01;
+        let near = |&(p, _): &(Vec2, RobotId)| p.distance_squared(center) <= reach * reach;
         if self.scan {
-            let near = self.robots.iter().filter(|(p, _)| p.distance_squared(center) <= reach * reach);
-            out.extend(near.map(|&(_, id)| id));
-            return;
-        }
-        if self.cols == 0 || !center.is_finite() {
-            return;
-        }
-        let (x0, x1) = (self.column(center.x - reach), self.column(center.x + reach));
-        let (y0, y1) = (self.row(center.y - reach), self.row(center.y + reach));
-        for y in y0..=y1 {
-            let (from, to) = (self.starts[y * self.cols + x0], self.starts[y * self.cols + x1 + 1]);
-            for &(p, id) in &self.robots[from as usize..to as usize] {
-                if p.distance_squared(center) <= reach * reach {
-                    out.push(id);
+            out.extend(self.robots.iter().filter(|r| near(r)).map(|&(_, id)| id));
+        } else if center.is_finite() {
+            self.grid.for_each(center - Vec2::splat(reach), center + Vec2::splat(reach), |i| {
+                let robot = self.robots[i as usize];
+                if near(&robot) {
+                    out.push(robot.1);
                 }
-            }
+            });
         }
     }
 }
@@ -488,8 +442,15 @@ mod tests {
             let mut grid = RobotGrid::default();
             grid.rebuild(robots.iter().enumerate().map(|(i, &p)| (p, i as RobotId)), broadcasts);
             assert_eq!(grid.scan, broadcasts < GRID_FROM_BROADCASTS);
+            // A step where no robot is at a finite place leaves no earlier grid to ask.
+            let mut emptied = RobotGrid::default();
+            emptied.rebuild(robots.iter().enumerate().map(|(i, &p)| (p, i as RobotId)), broadcasts);
+            emptied.rebuild([(Vec2::NAN, 0)].into_iter(), broadcasts);
+            let mut none = Vec::new();
+            emptied.within(robots[0], 100.0, &mut none);
+            assert!(none.is_empty());
             // About one robot per cell: never more than a few cells per robot.
-            assert!(grid.starts.len() <= 9 * robots.len() + 2, "{} cells", grid.starts.len());
+            assert!(grid.grid.cells() <= 9 * robots.len() + 2, "{} cells", grid.grid.cells());
             for (k, &center) in robots.iter().enumerate().step_by(7) {
                 for range in [0.0, 0.5, 2.0, 15.0] {
                     let mut found = Vec::new();
