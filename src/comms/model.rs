@@ -337,7 +337,6 @@ impl Sent {
 #[derive(Debug, Clone, PartialEq)]
 struct Planned<T> {
     sender: Option<RobotId>,
-    broadcast: bool,
     drops: Drops,
     errors: u64,
     queue: Range<usize>,
@@ -385,15 +384,6 @@ impl<T> Default for PlannedChunk<T> {
 }
 
 impl<T> PlannedChunk<T> {
-    /// Sends planned into it.
-    pub fn len(&self) -> usize {
-        self.plans.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.plans.is_empty()
-    }
-
     /// Empties it for the next step's sends, keeping its room and its letters: a chunk planned
     /// into step after step makes a new letter only when every one it made before is still
     /// held by a message (instead of an allocation and a free for every send). It keeps at most
@@ -692,15 +682,8 @@ impl<T> CommsModel<T> {
         let queue = &mut chunk.reaches;
         let start = queue.len();
         let broadcast = to == To::Broadcast;
-        let mut planned = Planned {
-            sender,
-            broadcast,
-            drops: Drops::default(),
-            errors: 0,
-            queue: start..start,
-            letter: None,
-            key: None,
-        };
+        let mut planned =
+            Planned { sender, drops: Drops::default(), errors: 0, queue: start..start, letter: None, key: None };
         let Some((s, from)) = sender.and_then(|s| Some((s, self.record(s)?))) else {
             planned.errors += 1;
             planned.drops.add(DropCause::UnknownRobot, 1);
