@@ -133,28 +133,36 @@ pub fn transform2d(pos: Vec2, angle: f32) -> Transform {
 }
 
 /// Spawns everything but the robots, in scene order (walls, boxes, pens, dens, stations,
-/// sonars). Returns the den entities by name for the robots to refer to, and the entities with
-/// a body, in spawn order.
-pub fn spawn_world(world: &mut World, scene: &SceneFile) -> (Vec<(String, Entity)>, Vec<Entity>) {
+/// sonars), handing each entity with a body to `body` as soon as it is spawned (the loader puts
+/// it into the physics world there). Returns the den entities by name for the robots to refer
+/// to.
+pub fn spawn_world(
+    world: &mut World,
+    scene: &SceneFile,
+    mut body: impl FnMut(&mut World, Entity),
+) -> Vec<(String, Entity)> {
     world.insert_resource(Arena { width: scene.arena.width, height: scene.arena.height });
-    let mut bodies = Vec::new();
     for wall in all_walls(scene) {
-        bodies.push(spawn_wall(world, &wall));
+        let e = spawn_wall(world, &wall);
+        body(world, e);
     }
     for b in &scene.boxes {
-        bodies.push(spawn_box(world, b));
+        let e = spawn_box(world, b);
+        body(world, e);
     }
     for p in &scene.pens {
-        bodies.push(spawn_pen(world, p));
+        let e = spawn_pen(world, p);
+        body(world, e);
     }
     let dens = scene.dens.iter().map(|d| (d.name.clone(), spawn_den(world, d))).collect();
     for s in &scene.stations {
-        bodies.push(spawn_station(world, s));
+        let e = spawn_station(world, s);
+        body(world, e);
     }
     for s in &scene.sonars {
         spawn_sonar(world, s);
     }
-    (dens, bodies)
+    dens
 }
 
 fn solid(members: Group) -> CollisionGroups {
