@@ -51,7 +51,7 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     // Each body goes into the physics world as soon as it is spawned (so the bodies enter in
     // spawn order): it then leaves the table it was spawned in before the next one arrives, so
     // that table never grows to hold every robot or pen. (Bevy keeps an emptied table's room:
-    // at 10,000 network robots, about 24 MB that would stay allocated for the whole run.)
+    // at 10,000 network robots, about 25 MB that would stay allocated for the whole run.)
     let dens = spawn_world(world, &scene, |world, body| physics::init_bodies(world, &[body], scene.physics));
     let mut order = Vec::with_capacity(scene.robots.len());
     for (i, spec) in scene.robots.iter().enumerate() {
