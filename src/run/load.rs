@@ -52,12 +52,12 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     // spawn order): it then leaves the table it was spawned in before the next one arrives, so
     // that table never grows to hold every robot or pen. (Bevy keeps an emptied table's room:
     // at 10,000 network robots, about 25 MB that would stay allocated for the whole run.)
-    let dens = spawn_world(world, &scene, |world, body| physics::init_bodies(world, &[body], scene.physics));
+    let dens = spawn_world(world, &scene, |world, body| physics::init_body(world, body, scene.physics));
     let mut order = Vec::with_capacity(scene.robots.len());
     for (i, spec) in scene.robots.iter().enumerate() {
         let den = spec.den.as_ref().and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
         let robot = spawn_robot(world, spec, i as u32, den);
-        physics::init_bodies(world, &[robot], scene.physics);
+        physics::init_body(world, robot, scene.physics);
         order.push(robot);
     }
     world.insert_resource(RobotOrder(order));

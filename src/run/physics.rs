@@ -71,7 +71,7 @@ pub(super) fn plugin(app: &mut App) {
     ] {
         debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
     }
-    // Bodies spawned other than through `init_bodies` get one too: their first push then puts
+    // Bodies spawned other than through `init_body` get one too: their first push then puts
     // their pose into rapier again.
     app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
     app.add_systems(
@@ -317,15 +317,16 @@ struct PhysicsInit {
     colliders: SystemId,
 }
 
-/// Puts the freshly spawned scene into the physics world one body at a time, in spawn order.
-/// Left to the first step, rapier would take the bodies in the order Bevy's queries meet their
-/// archetypes, which follows the hashing of archetype ids and so depends on everything else in
-/// the world (the app has a window, a camera, a panel...); rapier's results depend on that order,
-/// and the app and a headless run would differ.
+/// Puts a freshly spawned body into the physics world; the loader calls it for each body as it
+/// spawns it, so bodies enter rapier one at a time, in spawn order. Left to the first step,
+/// rapier would take the bodies in the order Bevy's queries meet their archetypes, which follows
+/// the hashing of archetype ids and so depends on everything else in the world (the app has a
+/// window, a camera, a panel...); rapier's results depend on that order, and the app and a
+/// headless run would differ.
 ///
 /// In the kinematic model the robots and pens stay out of rapier (`step_kinematic` moves them):
 /// only the fixed bodies and the charging pads go in, for the ray and point queries.
-pub(super) fn init_bodies(world: &mut World, bodies: &[Entity], mode: PhysicsMode) {
+pub(super) fn init_body(world: &mut World, e: Entity, mode: PhysicsMode) {
     use bevy_rapier2d::plugin::systems::{init_colliders, init_rigid_bodies};
     let init = match world.get_resource::<PhysicsInit>() {
         Some(init) => *init,
@@ -339,24 +340,22 @@ pub(super) fn init_bodies(world: &mut World, bodies: &[Entity], mode: PhysicsMod
         }
     };
     world.flush();
-    for &e in bodies {
-        let Some(pending) = world.entity_mut(e).take::<PendingPhysics>() else { continue };
-        if mode == PhysicsMode::Kinematic
-            && matches!(pending.body, Some(RigidBody::Dynamic | RigidBody::KinematicPositionBased))
-        {
-            continue;
-        }
-        let transform = world.get::<Transform>(e).copied().unwrap_or_default();
-        let mut entity = world.entity_mut(e);
-        entity.insert((pending.collider, GlobalTransform::from(transform)));
-        if let Some(body) = pending.body {
-            entity.insert((body, WrittenPose(GlobalTransform::from(transform))));
-        }
-        for system in [init.bodies, init.colliders] {
-            if let Err(err) = world.run_system(system) {
-                error!("physics initialisation of {e}: {err}");
-            }
-        }
-        world.flush();
+    let Some(pending) = world.entity_mut(e).take::<PendingPhysics>() else { return };
+    if mode == PhysicsMode::Kinematic
+        && matches!(pending.body, Some(RigidBody::Dynamic | RigidBody::KinematicPositionBased))
+    {
+        return;
     }
+    let transform = world.get::<Transform>(e).copied().unwrap_or_default();
+    let mut entity = world.entity_mut(e);
+    entity.insert((pending.collider, GlobalTransform::from(transform)));
+    if let Some(body) = pending.body {
+        entity.insert((body, WrittenPose(GlobalTransform::from(transform))));
+    }
+    for system in [init.bodies, init.colliders] {
+        if let Err(err) = world.run_system(system) {
+            error!("physics initialisation of {e}: {err}");
+        }
+    }
+    world.flush();
 }
