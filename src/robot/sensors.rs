@@ -197,16 +197,44 @@ pub(super) fn sense_camera(
     mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RobotCamera, &mut CameraView)>,
 ) {
     let step = time.step;
-    let look = |blocks: &mut Vec<u32>, (entity, robot, (transform, cache), camera, mut view): CameraItem| {
+    let look = |scratch: &mut CameraScratch, (entity, robot, (transform, cache), camera, mut view): CameraItem| {
         // Stagger refreshes so a period of k spreads the work over k steps.
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
             let view = &mut *view;
-            camera_picture(&index, entity, transform, cache, camera, blocks, &mut view.seen);
+            camera_picture(&index, entity, transform, cache, camera, scratch, &mut view.seen);
             view.step = step;
         }
     };
     // Each robot writes only its own picture: the same in any order, on any thread.
-    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, look);
+    passes.each_mut_with(order.0.len(), &mut robots, CameraScratch::default, look);
+}
+
+/// The angles of a camera's cone that do not change with its pose: worked out once for a
+/// field of view and kept while the cameras met have that one (a sine and a cosine per camera
+/// per step otherwise).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cone {
+    fov: f32,
+    half: f32,
+    /// The cosine of the half-angle a little widened, for the cheap test against the cone.
+    cos_wide: f32,
+    /// The sine and cosine of the same half-angle, for the cone's box.
+    sin_cos_wide: (f32, f32),
+}
+
+impl Cone {
+    fn of(fov: f32) -> Self {
+        let half = fov / 2.0;
+        let wide = half + 1e-3;
+        Self { fov, half, cos_wide: wide.min(std::f32::consts::PI).cos(), sin_cos_wide: wide.sin_cos() }
+    }
+}
+
+/// A pass's room between cameras: the blocks near a cone, and the last cone worked out.
+#[derive(Default)]
+struct CameraScratch {
+    blocks: Vec<u32>,
+    cone: Option<Cone>,
 }
 
 type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
@@ -219,20 +247,26 @@ fn camera_picture(
     transform: &Transform,
     cache: &PoseCache,
     camera: &RobotCamera,
-    blocks: &mut Vec<u32>,
+    scratch: &mut CameraScratch,
     seen: &mut Vec<Sighting>,
 ) {
     let seeable = seeable_groups();
     let occluders = groups::WALL | groups::BOX;
     let pos = transform.translation.truncate();
     let PoseCache { heading, facing, .. } = cache.current(transform);
-    let half_fov = camera.fov / 2.0;
+    let cone = match scratch.cone {
+        // Compared bit for bit: the same field of view gives the same angles.
+        Some(cone) if cone.fov.to_bits() == camera.fov.to_bits() => cone,
+        _ => *scratch.cone.insert(Cone::of(camera.fov)),
+    };
+    let half_fov = cone.half;
     // A cheap test against the cone, a little wider than it: the exact bearing (an atan2) is
     // computed only for what passes.
-    let cos_wide = (half_fov + 1e-3).min(std::f32::consts::PI).cos();
+    let cos_wide = cone.cos_wide;
     let range = camera.range;
     // Only what lies in the cone's bounding box can be seen, and only blocks there can hide it.
-    let (lo, hi) = cone_bounds(pos, facing, half_fov + 1e-3, range);
+    let (lo, hi) = cone_bounds(pos, facing, half_fov + 1e-3, cone.sin_cos_wide, range);
+    let blocks = &mut scratch.blocks;
     index.blocks_in(lo, hi, blocks);
     let blocks = &*blocks;
     seen.clear();
@@ -281,13 +315,12 @@ fn camera_picture(
 }
 
 /// A box holding the cone at `pos` facing `facing` (a unit vector) with half-angle `half`
-/// (radians) and `range` metres: the apex, the two ends of the arc and the arc's extremes along
-/// the axes it passes, a little widened for rounding.
-fn cone_bounds(pos: Vec2, facing: Vec2, half: f32, range: f32) -> (Vec2, Vec2) {
+/// (radians, whose sine and cosine are `sin_cos`) and `range` metres: the apex, the two ends of
+/// the arc and the arc's extremes along the axes it passes, a little widened for rounding.
+fn cone_bounds(pos: Vec2, facing: Vec2, half: f32, (sin, cos): (f32, f32), range: f32) -> (Vec2, Vec2) {
     if half >= std::f32::consts::PI {
         return (pos - Vec2::splat(range), pos + Vec2::splat(range));
     }
-    let (sin, cos) = half.sin_cos();
     let ends = [Vec2::new(cos, sin).rotate(facing), Vec2::new(cos, -sin).rotate(facing)];
     let (mut lo, mut hi) = (pos.min(pos + range * ends[0]), pos.max(pos + range * ends[0]));
     lo = lo.min(pos + range * ends[1]);
@@ -351,7 +384,48 @@ pub(super) fn sense_power(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::spatial::Disc;
+    use bevy_rapier2d::prelude::Group;
     use rand::RngExt;
+
+    /// Cameras of different fields of view met in turn by one pass (which keeps the last cone's
+    /// angles) see exactly what each sees with its angles worked out afresh.
+    #[test]
+    fn a_pass_meeting_cameras_of_several_fields_of_view_gives_each_its_own_picture() {
+        let mut rng = crate::sim::rng::stream(5, "camera-test", 0);
+        let robot = |i: u32, pos: Vec2| Disc {
+            entity: Entity::from_raw_u32(i + 1).unwrap(),
+            pos,
+            radius: 0.1,
+            kind: Some(Seeable::Robot),
+            groups: CollisionGroups::new(groups::ROBOT, Group::ALL),
+            sensor: false,
+        };
+        let places: Vec<Vec2> =
+            (0..400).map(|_| Vec2::new(rng.random_range(0.0..10.0), rng.random_range(0.0..10.0))).collect();
+        let mut index = SpatialIndex::default();
+        index.set_discs(Vec2::splat(10.0), places.iter().enumerate().map(|(i, &p)| robot(i as u32, p)));
+        let fovs = [90f32, 30.0, 200.0, 90.0].map(f32::to_radians);
+        let mut shared = CameraScratch::default();
+        let mut seen_by_fov = [0usize; 4];
+        for (i, &pos) in places.iter().enumerate().take(100) {
+            let k = i % fovs.len();
+            let camera = RobotCamera { fov: fovs[k], range: 1.5, period: 1 };
+            let transform = crate::world::transform2d(pos, rng.random_range(-3.0..3.0));
+            let cache = PoseCache::of(&transform);
+            let entity = Entity::from_raw_u32(i as u32 + 1).unwrap();
+            let (mut kept, mut fresh) = (Vec::new(), Vec::new());
+            camera_picture(&index, entity, &transform, &cache, &camera, &mut shared, &mut kept);
+            camera_picture(&index, entity, &transform, &cache, &camera, &mut CameraScratch::default(), &mut fresh);
+            assert_eq!(kept, fresh, "camera {i} ({} degrees)", fovs[k].to_degrees());
+            assert!(
+                kept.iter().all(|s| s.bearing.abs() <= fovs[k].min(std::f32::consts::TAU) / 2.0 && s.distance <= 1.5)
+            );
+            seen_by_fov[k] += kept.len();
+        }
+        // The narrow cone sees least, the 200° one most.
+        assert!(seen_by_fov[1] < seen_by_fov[0] && seen_by_fov[0] < seen_by_fov[2], "{seen_by_fov:?}");
+    }
 
     /// Every point of a cone, its edges and arc included, lies in the cone's box, and the box is
     /// no bigger than the cone needs.
@@ -364,7 +438,7 @@ mod tests {
             let half = rng.random_range(0.01..3.3f32);
             let range = rng.random_range(0.1..3.0f32);
             let facing = Vec2::from_angle(heading);
-            let (lo, hi) = cone_bounds(pos, facing, half, range);
+            let (lo, hi) = cone_bounds(pos, facing, half, half.sin_cos(), range);
             let (mut min, mut max) = (pos, pos);
             for i in 0..=200 {
                 let a =
