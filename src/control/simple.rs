@@ -7,7 +7,7 @@ use rand::RngExt;
 use crate::robot::{BumpSensor, Robot};
 use crate::sim::rng::SimRng;
 use crate::sim::{Passes, RobotOrder, SimTime};
-use crate::skills::{Executor, SkillGroup, SkillRequest, Velocity};
+use crate::skills::{Executor, SkillRequest, Velocity};
 
 /// Drives with a fixed linear (m/s) and angular (rad/s) command.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
@@ -58,7 +58,7 @@ impl Wander {
 
 /// Asks for a velocity skill unless the same one is already running.
 fn request_velocity(executor: &Executor, request: &mut SkillRequest, skill: Velocity) {
-    if !executor.0.running(SkillGroup::Move).is_some_and(|s| s.same_as(&skill)) {
+    if !executor.0.runs_velocity(&skill) {
         request.set(skill);
     }
 }

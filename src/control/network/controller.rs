@@ -31,7 +31,7 @@ use crate::robot::{
 use crate::scene::ActiveScene;
 use crate::sim::rng::stream;
 use crate::sim::{Passes, RobotOrder, SimTime};
-use crate::skills::{Executor, Grip, Release, SkillFacade, SkillGroup, SkillRequest, Velocity};
+use crate::skills::{Executor, Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crate::world::{Boxed, Held, Seeable, Station, groups};
 
 /// Steps between repeated claims on the same pen.
@@ -501,7 +501,7 @@ pub(in crate::control) fn think<'w>(
         let (linear, angular) = nc.motion(&outputs, situation, (pos, heading), time.dt);
         let mut facade = SkillFacade::new();
         let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn };
-        if !executor.0.running(SkillGroup::Move).is_some_and(|s| s.same_as(&drive)) {
+        if !executor.0.runs_velocity(&drive) {
             let _ = facade.set(drive);
         }
         if outputs.grip > 0.5 && grip.holding.is_none() && grip.pen_in_reach.is_some() {
