@@ -111,6 +111,8 @@ fn reach(link: &BotLink, index: u32, central: &CentralSocket) -> Reach {
 pub(super) struct Scratch {
     /// Unicast commands of the pass over the bots: (robot index, command).
     queue: Vec<(u32, Command)>,
+    /// The order to send `queue` in: (robot index, place in `queue`).
+    queue_order: Vec<(u32, u32)>,
     /// This round's slots by robot index.
     slots: Vec<Option<UpdateSlot>>,
     /// How each bot is reached, by robot index.
@@ -125,6 +127,8 @@ pub(super) struct Scratch {
     gathered: Parallel<Gathered>,
     /// Room for the next round's packets.
     spare: Vec<Vec<u8>>,
+    /// What the transmitter let go last step (emptied; kept for its room).
+    flushed: Flushed,
 }
 
 /// What one thread of the pass over the bots gathers for the manager.
@@ -304,12 +308,17 @@ pub(super) fn exchange(
         }
         m.totals.watchdog_stops += 1;
     }
-    // A bot's commands come from one thread in the order it gave them: sorted by robot index
-    // (a stable sort), the queue is the same on any number of threads.
-    sc.queue.sort_by_key(|(index, _)| *index);
-    for (index, command) in sc.queue.drain(..) {
-        m.send(index, &command);
+    // A bot's commands come from one thread in the order it gave them: sent by robot index,
+    // each bot's in that order, the queue is the same on any number of threads. (A sort of
+    // distinct keys in place: a stable sort of the commands themselves took room for half of
+    // them from the allocator every step, which then tidied its free lists.)
+    sc.queue_order.clear();
+    sc.queue_order.extend(sc.queue.iter().enumerate().map(|(place, (index, _))| (*index, place as u32)));
+    sc.queue_order.sort_unstable();
+    for &(index, place) in &sc.queue_order {
+        m.send(index, &sc.queue[place as usize].1);
     }
+    sc.queue.clear();
     // Last round's packets lend their room to this round's.
     sc.spare.extend(m.round.drain(..).map(|p| p.bytes));
     if round {
@@ -322,7 +331,11 @@ pub(super) fn exchange(
         });
     }
 
-    let mut flushed = Flushed::default();
+    // Last step's lists lend their room.
+    let mut flushed = std::mem::take(&mut sc.flushed);
+    flushed.sent.clear();
+    flushed.held.clear();
+    flushed.dropped.clear();
     m.transmitter.flush(now, &mut flushed);
     for (bots_of, held) in [(&flushed.held, true), (&flushed.dropped, false)] {
         for &index in bots_of {
@@ -343,7 +356,7 @@ pub(super) fn exchange(
     sc.here.clear();
     sc.slot_in.clear();
     sc.slot_in.resize(n, None);
-    for (index, bytes) in std::mem::take(&mut flushed.sent) {
+    for (index, bytes) in flushed.sent.drain(..) {
         let Some(&to) = sc.reach.get(index as usize) else { continue };
         packets += 1;
         m.totals.sent.unicast.add(bytes.len());
@@ -375,6 +388,7 @@ pub(super) fn exchange(
             }
         }
     }
+    sc.flushed = flushed;
     let round_packets = std::mem::take(&mut m.round);
     for RoundPacket { bytes } in &round_packets {
         packets += 1;

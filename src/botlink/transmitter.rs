@@ -106,7 +106,9 @@ impl BufferedTransmitter {
             }
         }
         self.held = still_held;
-        for (bot, bytes) in std::mem::take(&mut self.queue) {
+        // The queue keeps its room for the next step's packets.
+        let mut queue = std::mem::take(&mut self.queue);
+        for (bot, bytes) in queue.drain(..) {
             let key = Key::of(bot, &bytes);
             if recent(&self.last_sent, &key) {
                 if let Some(i) = self.held.iter().position(|h| h.bot == bot && h.bytes == bytes) {
@@ -120,6 +122,7 @@ impl BufferedTransmitter {
                 out.sent.push((bot, bytes));
             }
         }
+        self.queue = queue;
     }
 
     /// Forgets everything queued and held for `bot` (its transceiver stopped).
