@@ -564,6 +564,22 @@ mod tests {
         assert_eq!(tracked_pen(&nc), None, "b < c: c gives it up");
     }
 
+    /// Claims are told apart by pen name: a newer claim on a pen replaces the older one, and a
+    /// claim on one pen says nothing of pens whose names share its letters.
+    #[test]
+    fn a_claim_is_on_its_own_pen_and_a_newer_one_replaces_it() {
+        let mut nc = controller();
+        let claim = |pen: &str, d: f32| (Arc::from("b"), Arc::from(pen), d);
+        nc.hear_claims([claim("p1", 5.0), claim("p10", 0.1), claim("p100", 5.0), claim("p01", 5.0)], 10);
+        nc.hear_claims([claim("p10", 3.0)], 11);
+        assert_eq!(nc.claims.len(), 4);
+        let on = |nc: &NetworkController, pen: &str| nc.claims.iter().find(|c| &*c.pen == pen).map(|c| c.distance);
+        assert_eq!(on(&nc, "p10"), Some(3.0));
+        assert!(!nc.yields_to_claim("p10", 1.0, "a", 11), "the newer claim, from 3 m, is farther");
+        assert!(nc.yields_to_claim("p1", 6.0, "a", 11) && !nc.yields_to_claim("p1", 4.0, "a", 11));
+        assert!(!nc.yields_to_claim("p2", 9.0, "a", 11), "nobody claimed p2");
+    }
+
     #[test]
     fn a_claim_lapses_unless_repeated() {
         let mut nc = controller();
