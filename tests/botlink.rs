@@ -250,7 +250,7 @@ fn a_udp_client_drives_a_robot_across_the_arena_and_reads_its_status() {
     assert!(app.world().get::<LampState>(r).unwrap().on);
     // Every command reached the robot as a packet and is listed in its link.
     let link = app.world().get::<BotLink>(r).unwrap();
-    let ids: Vec<u16> = link.recent.iter().map(|c| c.command.id()).collect();
+    let ids: Vec<u16> = link.recent.iter().map(|c| c.command().id()).collect();
     assert!(ids.ends_with(&[id::MOVE, id::GRIP, id::LAMP]), "{ids:?}");
     // The robot driven from inside never noticed any of it.
     assert_eq!(pose_of(&app, local).0, Vec2::new(0.5, 0.5));

@@ -72,12 +72,67 @@ impl LinkState {
     }
 }
 
-/// A command as it went out, for the inspector.
+/// A command as it went out, for the inspector. Every bot keeps its last
+/// [`RECENT_COMMANDS`], so it is kept in 32 bytes rather than a [`Command`]'s 64 plus: the
+/// commands a manager sends a bot in place, the rare large ones boxed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentCommand {
     pub step: u64,
-    pub command: Command,
-    pub bytes: usize,
+    /// The packet's length.
+    pub bytes: u32,
+    command: KeptCommand,
+}
+
+impl SentCommand {
+    pub fn new(step: u64, command: Command, bytes: usize) -> Self {
+        Self { step, bytes: u32::try_from(bytes).unwrap_or(u32::MAX), command: KeptCommand::from(command) }
+    }
+
+    /// The command, as it was sent.
+    pub fn command(&self) -> Command {
+        match &self.command {
+            KeptCommand::Ping => Command::Ping,
+            KeptCommand::StatusRequest => Command::StatusRequest,
+            KeptCommand::Disconnect => Command::Disconnect,
+            KeptCommand::Lamp(on) => Command::Lamp { on: *on },
+            KeptCommand::Grip(close) => Command::Grip { close: *close },
+            KeptCommand::MotorParams(max_speed, max_turn) => {
+                Command::MotorParams { max_speed: *max_speed, max_turn: *max_turn }
+            }
+            KeptCommand::Move(linear, angular) => Command::Move { linear: *linear, angular: *angular },
+            KeptCommand::Other(command) => (**command).clone(),
+        }
+    }
+}
+
+/// A [`Command`] in 16 bytes: the small ones in place, the others boxed.
+#[derive(Debug, Clone, PartialEq)]
+enum KeptCommand {
+    Ping,
+    StatusRequest,
+    Disconnect,
+    Lamp(bool),
+    Grip(bool),
+    MotorParams(f32, f32),
+    Move(f32, f32),
+    Other(Box<Command>),
+}
+
+impl From<Command> for KeptCommand {
+    fn from(command: Command) -> Self {
+        match command {
+            Command::Ping => KeptCommand::Ping,
+            Command::StatusRequest => KeptCommand::StatusRequest,
+            Command::Disconnect => KeptCommand::Disconnect,
+            Command::Lamp { on } => KeptCommand::Lamp(on),
+            Command::Grip { close } => KeptCommand::Grip(close),
+            Command::MotorParams { max_speed, max_turn } => KeptCommand::MotorParams(max_speed, max_turn),
+            Command::Move { linear, angular } => KeptCommand::Move(linear, angular),
+            other @ (Command::Status(_) | Command::Error { .. } | Command::UpdateAll(_)) => {
+                KeptCommand::Other(Box::new(other))
+            }
+        }
+    }
 }
 
 /// How many sent commands each robot remembers.
@@ -129,7 +184,7 @@ impl BotLink {
         if self.recent.len() == RECENT_COMMANDS {
             self.recent.pop_front();
         }
-        self.recent.push_back(SentCommand { step, command, bytes });
+        self.recent.push_back(SentCommand::new(step, command, bytes));
     }
 
     pub fn new(external: bool, watchdog: f32, name: &str) -> Self {
@@ -399,5 +454,44 @@ mod tests {
         assert!(Online.can_become(Offline));
         assert!(Connecting.can_become(Offline));
         assert!(!Online.can_become(Online));
+    }
+
+    /// A bot's recent commands give back exactly what was sent, every kind of command, and
+    /// each takes 32 bytes (eight of them per bot: 2.6 MB at 10,000 bots, not 6.4).
+    #[test]
+    fn a_remembered_command_is_the_command_sent_in_32_bytes() {
+        use packet::{ErrorCode, Status, UPDATE_ALL_SLOTS, UpdateSlot};
+        let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
+        slots[2] = UpdateSlot { bot: 7, linear: 0.25, angular: -1.5, grip: true, lamp: false };
+        let status =
+            Status { bot: 3, x: 1.0, y: 2.0, heading: 0.5, battery: 0.75, bump: true, held: Some("p1".into()) };
+        let sent = [
+            Command::Ping,
+            Command::StatusRequest,
+            Command::Status(status),
+            Command::Error { code: ErrorCode::UnknownBot, reason: "no bot 9".into() },
+            Command::Disconnect,
+            Command::Lamp { on: true },
+            Command::Lamp { on: false },
+            Command::Grip { close: true },
+            Command::Grip { close: false },
+            Command::MotorParams { max_speed: 0.4, max_turn: 2.0 },
+            Command::Move { linear: -0.1, angular: f32::MIN_POSITIVE },
+            Command::UpdateAll(slots),
+        ];
+        let mut link = BotLink::new(false, 1.0, "r0");
+        for (i, command) in sent.iter().enumerate() {
+            link.remember(100 + i as u64, command.clone(), 4 + i);
+        }
+        // The last eight, oldest first.
+        let kept: Vec<(u64, Command, u32)> = link.recent.iter().map(|c| (c.step, c.command(), c.bytes)).collect();
+        let expected: Vec<(u64, Command, u32)> =
+            sent.iter().enumerate().skip(4).map(|(i, c)| (100 + i as u64, c.clone(), 4 + i as u32)).collect();
+        assert_eq!(kept, expected);
+        assert_eq!(link.packets_sent, 12);
+        for command in &sent {
+            assert_eq!(&SentCommand::new(0, command.clone(), 0).command(), command);
+        }
+        assert_eq!(std::mem::size_of::<SentCommand>(), 32);
     }
 }

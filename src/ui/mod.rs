@@ -795,7 +795,7 @@ fn inspector(
         ui.label(format!("last commands ({} packets sent):", link.packets_sent));
         for sent in link.recent.iter().rev() {
             ui.label(
-                egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command, sent.bytes))
+                egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command(), sent.bytes))
                     .monospace()
                     .small(),
             );
