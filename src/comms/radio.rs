@@ -204,6 +204,9 @@ struct RobotGrid {
     grid: CellGrid,
     /// The robots at a finite place, in robot order (the grid's items index this list).
     robots: Vec<(Vec2, RobotId)>,
+    /// The same robots cell by cell (in the grid's item order): a row of cells a query
+    /// overlaps is one run of this list, read straight through.
+    by_cell: Vec<(Vec2, RobotId)>,
 }
 
 /// Steps with fewer broadcasts than this scan the robots' list for each instead of building the
@@ -228,6 +231,9 @@ impl RobotGrid {
         let cell = (size.x * size.y / n).sqrt().max(size.max_element() / (4.0 * n)).max(1e-3);
         self.grid = CellGrid::new(min, max, cell);
         self.grid.fill_points(self.robots.iter().map(|&(p, _)| p));
+        let robots = &self.robots;
+        self.by_cell.clear();
+        self.by_cell.extend(self.grid.items().iter().map(|&i| robots[i as usize]));
     }
 
     /// Every robot whose centre is within `range` of `center` (and a few within a centimetre
@@ -238,11 +244,8 @@ impl RobotGrid {
         if self.scan {
             out.extend(self.robots.iter().filter(|r| near(r)).map(|&(_, id)| id));
         } else if center.is_finite() {
-            self.grid.for_each(center - Vec2::splat(reach), center + Vec2::splat(reach), |i| {
-                let robot = self.robots[i as usize];
-                if near(&robot) {
-                    out.push(robot.1);
-                }
+            self.grid.for_each_run(center - Vec2::splat(reach), center + Vec2::splat(reach), |run| {
+                out.extend(self.by_cell[run].iter().filter(|r| near(r)).map(|&(_, id)| id));
             });
         }
     }

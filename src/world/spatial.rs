@@ -137,6 +137,11 @@ impl CellGrid {
         self.cell
     }
 
+    /// The items cell by cell: the runs [`CellGrid::for_each_run`] gives are ranges of this.
+    pub fn items(&self) -> &[u32] {
+        &self.items
+    }
+
     /// How many cells the grid has.
     pub fn cells(&self) -> usize {
         (self.cols * self.rows) as usize
