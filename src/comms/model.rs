@@ -109,19 +109,47 @@ pub fn effective_link(
     receiver: &RobotParams,
     pair: Option<&PairParams>,
 ) -> EffectiveLink {
-    let pair = pair.copied().unwrap_or_default();
-    // Not an iterator over an array: this runs for every receiver of every broadcast, and the
-    // array's round trip through the stack cost more than the rest of the decision.
-    let narrower = |a: Option<f32>, b: Option<f32>| match (a, b) {
+    SenderLink::new(system, sender).to(receiver.incoming, pair)
+}
+
+/// The system's and a sender's part of [`effective_link`], worked out once for all the
+/// receivers of a send: of a receiver's own parameters only its incoming link counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SenderLink {
+    up: bool,
+    range: Option<f32>,
+    delay: u32,
+    probability: f32,
+}
+
+/// The narrower of two ranges (`None` is unlimited).
+fn narrower(a: Option<f32>, b: Option<f32>) -> Option<f32> {
+    match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    };
-    let range = narrower(narrower(system.range, sender.range), pair.range);
-    EffectiveLink {
-        up: system.link && sender.outgoing && receiver.incoming && pair.link.unwrap_or(true),
-        range,
-        delay: pair.delay.unwrap_or(system.delay + sender.delay),
-        probability: system.probability * sender.probability * pair.probability.unwrap_or(1.0),
+    }
+}
+
+impl SenderLink {
+    fn new(system: &SystemParams, sender: &RobotParams) -> Self {
+        Self {
+            up: system.link && sender.outgoing,
+            range: narrower(system.range, sender.range),
+            delay: system.delay + sender.delay,
+            probability: system.probability * sender.probability,
+        }
+    }
+
+    /// The link to a receiver whose incoming link is `incoming`, with this pair's parameters.
+    #[inline]
+    fn to(&self, incoming: bool, pair: Option<&PairParams>) -> EffectiveLink {
+        let pair = pair.copied().unwrap_or_default();
+        EffectiveLink {
+            up: self.up && incoming && pair.link.unwrap_or(true),
+            range: narrower(self.range, pair.range),
+            delay: pair.delay.unwrap_or(self.delay),
+            probability: self.probability * pair.probability.unwrap_or(1.0),
+        }
     }
 }
 
@@ -493,6 +521,10 @@ pub struct CommsModel<T> {
     pub stats: CommsStats,
     /// Registered robots whose incoming link is off, valid unless `params_dirty`.
     incoming_off: usize,
+    /// Each slot's incoming link (`None`: no robot registered in it), valid unless
+    /// `params_dirty`: a broadcast's candidates are decided from this list rather than from
+    /// their records (a cache miss each).
+    listening: Vec<Option<bool>>,
     params_dirty: bool,
     generation: u64,
 }
@@ -516,6 +548,7 @@ impl<T> CommsModel<T> {
             failed_bits: Vec::new(),
             stats: CommsStats::default(),
             incoming_off: 0,
+            listening: Vec::new(),
             params_dirty: false,
             generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
         }
@@ -636,6 +669,8 @@ impl<T> CommsModel<T> {
     pub fn prepare(&mut self) {
         if self.params_dirty {
             self.incoming_off = self.slots.iter().flatten().filter(|r| !r.params.incoming).count();
+            self.listening.clear();
+            self.listening.extend(self.slots.iter().map(|r| r.as_ref().map(|r| r.params.incoming)));
             self.params_dirty = false;
         }
         if self.pairs_dirty {
@@ -709,8 +744,9 @@ impl<T> CommsModel<T> {
             chunk.plans.push(planned);
             return;
         }
-        let mut decide = |r: RobotId, record: &RobotRecord<T>, drops: &mut Drops| {
-            let link = effective_link(&self.system, &params, &record.params, self.pair_ids.get(&(s, r)));
+        let from_sender = SenderLink::new(&self.system, &params);
+        let mut decide = |r: RobotId, incoming: bool, drops: &mut Drops| {
+            let link = from_sender.to(incoming, self.pair_ids.get(&(s, r)));
             let outcome = if !link.up {
                 Err(DropCause::LinkOff)
             } else if link.range.is_some_and(|range| distance(s, r).is_none_or(|d| d > range)) {
@@ -725,7 +761,7 @@ impl<T> CommsModel<T> {
         };
         match to {
             To::Robot(receiver) => match receiver.and_then(|r| Some((r, self.record(r)?))) {
-                Some((r, record)) => decide(r, record, &mut planned.drops),
+                Some((r, record)) => decide(r, record.params.incoming, &mut planned.drops),
                 None => {
                     planned.errors += 1;
                     planned.drops.add(DropCause::UnknownRobot, 1);
@@ -738,10 +774,12 @@ impl<T> CommsModel<T> {
                 let (mut decided, mut off_decided) = (0u64, 0usize);
                 let others = candidates.iter().chain(extra.iter().filter(|r| !candidates.contains(r)));
                 for &r in others {
-                    let Some(record) = self.record(r).filter(|_| r != s) else { continue };
+                    let Some(incoming) = self.listening.get(r as usize).copied().flatten().filter(|_| r != s) else {
+                        continue;
+                    };
                     decided += 1;
-                    off_decided += usize::from(!record.params.incoming);
-                    decide(r, record, &mut planned.drops);
+                    off_decided += usize::from(!incoming);
+                    decide(r, incoming, &mut planned.drops);
                 }
                 let rest = count - decided;
                 if rest > 0 {
@@ -1244,6 +1282,32 @@ mod tests {
         assert_eq!((got[0].receiver().cloned(), &**got[0].sender()), (None, "a"));
         assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
         assert!(m.get_messages("d", 0).unwrap().is_empty());
+    }
+
+    /// A receiver's incoming link is read from the model's own list of slots, which follows
+    /// every change: a link turned off after sends were made, a robot unregistered, a robot
+    /// registered afterwards.
+    #[test]
+    fn a_broadcast_follows_receivers_turned_off_unregistered_and_registered_later() {
+        let mut m = model(&["a", "b", "c"]);
+        let all = names(&["a", "b", "c", "d"]);
+        let out = send(&mut m, "a", Target::Broadcast, "1", 0, &all, near);
+        assert_eq!((out.queued, out.total()), (2, 2));
+        m.robot_params_mut("b").unwrap().incoming = false;
+        let out = send(&mut m, "a", Target::Broadcast, "2", 1, &all, near);
+        assert_eq!((out.queued, out.dropped(DropCause::LinkOff), out.total()), (1, 1, 2));
+        m.unregister("c").unwrap();
+        m.register("d", BOTH).unwrap();
+        let out = send(&mut m, "a", Target::Broadcast, "3", 2, &all, near);
+        assert_eq!((out.queued, out.dropped(DropCause::LinkOff), out.total()), (1, 1, 2));
+        let got: Vec<&str> = m.get_messages("d", 2).unwrap().iter().map(|g| *g.content()).collect();
+        assert_eq!(got, ["3"]);
+        m.robot_params_mut("b").unwrap().incoming = true;
+        let out = send(&mut m, "d", Target::Broadcast, "4", 3, &all, near);
+        assert_eq!((out.queued, out.total()), (2, 2));
+        let got: Vec<&str> = m.get_messages("b", 3).unwrap().iter().map(|g| *g.content()).collect();
+        assert_eq!(got, ["1", "4"]);
+        assert!(identity_holds(&m));
     }
 
     #[test]
