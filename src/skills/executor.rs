@@ -200,13 +200,13 @@ impl SkillExecutor {
         let assignment = match slot.as_mut().map(Held::skill_mut) {
             Some(current) if current.same_as(skill) => return Assignment::Ignored,
             Some(current) => {
-                out.extend(current.exit(ctx));
+                current.exit(ctx, out);
                 notes.push(SkillNote::Completed { group, skill: current.name(), replaced: true });
                 Assignment::Replaced { old: current.name() }
             }
             None => Assignment::Started,
         };
-        out.extend(skill.entry(ctx));
+        skill.entry(ctx, out);
         notes.push(SkillNote::Started { group, skill: skill.name() });
         *slot = Some(held);
         assignment
@@ -239,10 +239,8 @@ impl SkillExecutor {
         let ctx = SkillContext { period: elapsed, ..*ctx };
         for slot in &mut self.slots {
             let Some(skill) = slot.as_mut().map(Held::skill_mut) else { continue };
-            let (commands, status) = skill.tick(&ctx);
-            out.extend(commands);
-            if status == SkillStatus::Done {
-                out.extend(skill.exit(&ctx));
+            if skill.tick(&ctx, out) == SkillStatus::Done {
+                skill.exit(&ctx, out);
                 notes.push(SkillNote::Completed { group: skill.group(), skill: skill.name(), replaced: false });
                 *slot = None;
             }
@@ -255,7 +253,7 @@ impl SkillExecutor {
         for slot in &mut self.slots {
             if let Some(mut held) = slot.take() {
                 let skill = held.skill_mut();
-                out.extend(skill.exit(ctx));
+                skill.exit(ctx, out);
                 notes.push(SkillNote::Completed { group: skill.group(), skill: skill.name(), replaced: true });
             }
         }
@@ -417,7 +415,8 @@ mod tests {
         let mut c = SkillContext { period: 0.05, ..ctx() };
         let mut settled = false;
         for _ in 0..100 {
-            let (cmds, status) = skill.tick(&c);
+            let mut cmds = Vec::new();
+            let status = skill.tick(&c, &mut cmds);
             if status == SkillStatus::Done {
                 settled = true;
                 break;
@@ -450,9 +449,10 @@ mod tests {
     fn turn_by_reaches_its_heading_without_overshoot() {
         let mut skill = TurnBy::new(FRAC_PI_2);
         let mut c = ctx();
-        skill.entry(&c);
+        skill.entry(&c, &mut Vec::new());
         for _ in 0..100 {
-            let (cmds, status) = skill.tick(&c);
+            let mut cmds = Vec::new();
+            let status = skill.tick(&c, &mut cmds);
             if status == SkillStatus::Done {
                 break;
             }
@@ -467,10 +467,11 @@ mod tests {
     fn move_ahead_stops_on_the_distance() {
         let mut skill = MoveAhead::new(0.3, 0.4);
         let mut c = ctx();
-        skill.entry(&c);
+        skill.entry(&c, &mut Vec::new());
         let mut steps = 0;
         loop {
-            let (cmds, status) = skill.tick(&c);
+            let mut cmds = Vec::new();
+            let status = skill.tick(&c, &mut cmds);
             if status == SkillStatus::Done {
                 break;
             }
@@ -485,9 +486,10 @@ mod tests {
 
     /// Integrates a skill's move commands for a robot at `c` until done or `max` ticks.
     fn drive(skill: &mut dyn Skill, c: &mut SkillContext, max: usize) -> (usize, SkillStatus) {
-        skill.entry(c);
+        skill.entry(c, &mut Vec::new());
         for tick in 0..max {
-            let (cmds, status) = skill.tick(c);
+            let mut cmds = Vec::new();
+            let status = skill.tick(c, &mut cmds);
             if status == SkillStatus::Done {
                 return (tick, status);
             }
@@ -523,7 +525,7 @@ mod tests {
         drive(&mut skill, &mut c, 200);
         assert!((c.position.x - 1.7).abs() < 0.01, "{:?}", c.position);
         c.target = None;
-        assert_eq!(skill.tick(&c).1, SkillStatus::Done);
+        assert_eq!(skill.tick(&c, &mut Vec::new()), SkillStatus::Done);
     }
 
     #[test]

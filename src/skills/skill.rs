@@ -73,16 +73,12 @@ pub enum SkillStatus {
 pub trait Skill: Debug + Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn group(&self) -> SkillGroup;
-    /// Commands to send when the skill starts.
-    fn entry(&mut self, _ctx: &SkillContext) -> Vec<Command> {
-        Vec::new()
-    }
-    /// Commands for this tick, and whether the skill is done.
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus);
-    /// Commands to send when the skill ends, completed or replaced.
-    fn exit(&mut self, _ctx: &SkillContext) -> Vec<Command> {
-        Vec::new()
-    }
+    /// Commands to send when the skill starts, added to `out`.
+    fn entry(&mut self, _ctx: &SkillContext, _out: &mut Vec<Command>) {}
+    /// Commands for this tick, added to `out`, and whether the skill is done.
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus;
+    /// Commands to send when the skill ends, completed or replaced, added to `out`.
+    fn exit(&mut self, _ctx: &SkillContext, _out: &mut Vec<Command>) {}
     /// True when `other` is the same skill with the same parameters (running state aside).
     fn same_as(&self, other: &dyn Skill) -> bool;
     fn as_any(&self) -> &dyn Any;
@@ -112,8 +108,8 @@ fn same<T: Skill + PartialEq>(a: &T, other: &dyn Skill) -> bool {
     other.as_any().downcast_ref::<T>() == Some(a)
 }
 
-fn halt() -> Vec<Command> {
-    vec![Command::Move { linear: 0.0, angular: 0.0 }]
+fn halt(out: &mut Vec<Command>) {
+    out.push(Command::Move { linear: 0.0, angular: 0.0 });
 }
 
 /// Proportional heading control: a turn rate towards `err`, limited to the robot's maximum.
@@ -133,8 +129,9 @@ pub struct Stop;
 
 impl Skill for Stop {
     skill_meta!("Stop", Move);
-    fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
-        (halt(), SkillStatus::Done)
+    fn tick(&mut self, _: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
+        halt(out);
+        SkillStatus::Done
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -150,14 +147,14 @@ pub struct Velocity {
 
 impl Skill for Velocity {
     skill_meta!("Velocity", Move);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
-        vec![Command::Move { linear: self.linear, angular: self.angular }]
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        out.push(Command::Move { linear: self.linear, angular: self.angular });
     }
-    fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
-        (Vec::new(), SkillStatus::Running)
+    fn tick(&mut self, _: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -181,20 +178,16 @@ impl MoveFor {
 
 impl Skill for MoveFor {
     skill_meta!("MoveFor", Move);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
         self.elapsed = 0.0;
-        vec![Command::Move { linear: self.linear, angular: self.angular }]
+        out.push(Command::Move { linear: self.linear, angular: self.angular });
     }
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
         self.elapsed += ctx.period;
-        if self.elapsed + 1e-6 >= self.seconds {
-            (Vec::new(), SkillStatus::Done)
-        } else {
-            (Vec::new(), SkillStatus::Running)
-        }
+        if self.elapsed + 1e-6 >= self.seconds { SkillStatus::Done } else { SkillStatus::Running }
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other
@@ -221,24 +214,25 @@ impl MoveAhead {
 
 impl Skill for MoveAhead {
     skill_meta!("MoveAhead", Move);
-    fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
+    fn entry(&mut self, ctx: &SkillContext, _: &mut Vec<Command>) {
         self.start = Some((ctx.position, ctx.heading));
-        Vec::new()
     }
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let (start, heading) = *self.start.get_or_insert((ctx.position, ctx.heading));
         let along = (ctx.position - start).dot(Vec2::from_angle(heading));
         let remaining = self.distance - along;
         if remaining.abs() <= DISTANCE_TOLERANCE {
-            return (halt(), SkillStatus::Done);
+            halt(out);
+            return SkillStatus::Done;
         }
         let speed = self.speed.abs().min(ctx.max_speed);
         // Slow down so the last tick lands on the distance instead of overshooting it.
         let linear = (remaining / ctx.period).clamp(-speed, speed);
-        (vec![Command::Move { linear, angular: 0.0 }], SkillStatus::Running)
+        out.push(Command::Move { linear, angular: 0.0 });
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<MoveAhead>().is_some_and(|o| (o.distance, o.speed) == (self.distance, self.speed))
@@ -253,15 +247,17 @@ pub struct TurnTo {
 
 impl Skill for TurnTo {
     skill_meta!("TurnTo", Move);
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let err = wrap_angle(self.heading - ctx.heading);
         if err.abs() <= HEADING_TOLERANCE {
-            return (halt(), SkillStatus::Done);
+            halt(out);
+            return SkillStatus::Done;
         }
-        (vec![Command::Move { linear: 0.0, angular: turn_rate(err, ctx) }], SkillStatus::Running)
+        out.push(Command::Move { linear: 0.0, angular: turn_rate(err, ctx) });
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -286,27 +282,29 @@ impl TurnFor {
 
 impl Skill for TurnFor {
     skill_meta!("TurnFor", Move);
-    fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
+    fn entry(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) {
         self.target = Some(ctx.heading + self.angle);
         self.elapsed = 0.0;
         let rate = (self.angle / self.seconds.max(ctx.period)).clamp(-ctx.max_turn, ctx.max_turn);
-        vec![Command::Move { linear: 0.0, angular: rate }]
+        out.push(Command::Move { linear: 0.0, angular: rate });
     }
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let target = *self.target.get_or_insert(ctx.heading + self.angle);
         self.elapsed += ctx.period;
         let err = wrap_angle(target - ctx.heading);
         let time_up = self.elapsed + 1e-6 >= self.seconds;
         if err.abs() <= HEADING_TOLERANCE {
-            return (halt(), if time_up { SkillStatus::Done } else { SkillStatus::Running });
+            halt(out);
+            return if time_up { SkillStatus::Done } else { SkillStatus::Running };
         }
         // What is left of the angle over what is left of the time, so the last tick lands.
         let left = (self.seconds - self.elapsed).max(ctx.period);
         let rate = (err / left).clamp(-ctx.max_turn, ctx.max_turn);
-        (vec![Command::Move { linear: 0.0, angular: rate }], SkillStatus::Running)
+        out.push(Command::Move { linear: 0.0, angular: rate });
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<TurnFor>().is_some_and(|o| (o.angle, o.seconds) == (self.angle, self.seconds))
@@ -328,16 +326,15 @@ impl TurnBy {
 
 impl Skill for TurnBy {
     skill_meta!("TurnBy", Move);
-    fn entry(&mut self, ctx: &SkillContext) -> Vec<Command> {
+    fn entry(&mut self, ctx: &SkillContext, _: &mut Vec<Command>) {
         self.target = Some(ctx.heading + self.angle);
-        Vec::new()
     }
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let target = *self.target.get_or_insert(ctx.heading + self.angle);
-        TurnTo { heading: target }.tick(ctx)
+        TurnTo { heading: target }.tick(ctx, out)
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<TurnBy>().is_some_and(|o| o.angle == self.angle)
@@ -355,16 +352,18 @@ pub struct MoveTo {
 
 impl Skill for MoveTo {
     skill_meta!("MoveTo", Move);
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let to = self.point - ctx.position;
         let dist = to.length();
         if dist <= self.tolerance.max(DISTANCE_TOLERANCE) {
-            return (halt(), SkillStatus::Done);
+            halt(out);
+            return SkillStatus::Done;
         }
-        (vec![approach(to, dist, self.speed, ctx)], SkillStatus::Running)
+        out.push(approach(to, dist, self.speed, ctx));
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -391,21 +390,24 @@ pub struct Follow {
 
 impl Skill for Follow {
     skill_meta!("Follow", Move);
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         let Some(target) = ctx.target else {
             // The subject is gone: nothing left to follow.
-            return (halt(), SkillStatus::Done);
+            halt(out);
+            return SkillStatus::Done;
         };
         let to = target - ctx.position;
         let gap = to.length() - self.distance;
         if gap <= DISTANCE_TOLERANCE {
             let err = wrap_angle(angle_of(to) - ctx.heading);
-            return (vec![Command::Move { linear: 0.0, angular: turn_rate(err, ctx) }], SkillStatus::Running);
+            out.push(Command::Move { linear: 0.0, angular: turn_rate(err, ctx) });
+            return SkillStatus::Running;
         }
-        (vec![approach(to, gap, self.speed, ctx)], SkillStatus::Running)
+        out.push(approach(to, gap, self.speed, ctx));
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        halt()
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        halt(out);
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -421,11 +423,11 @@ pub struct Grip;
 
 impl Skill for Grip {
     skill_meta!("Grip", Grip);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
-        vec![Command::Grip { close: true }]
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        out.push(Command::Grip { close: true });
     }
-    fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
-        (Vec::new(), SkillStatus::Done)
+    fn tick(&mut self, _: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
+        SkillStatus::Done
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -438,11 +440,11 @@ pub struct Release;
 
 impl Skill for Release {
     skill_meta!("Release", Grip);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
-        vec![Command::Grip { close: false }]
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        out.push(Command::Grip { close: false });
     }
-    fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
-        (Vec::new(), SkillStatus::Done)
+    fn tick(&mut self, _: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
+        SkillStatus::Done
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -457,11 +459,11 @@ pub struct Lamp {
 
 impl Skill for Lamp {
     skill_meta!("Lamp", Lamp);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
-        vec![Command::Lamp { on: self.on }]
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        out.push(Command::Lamp { on: self.on });
     }
-    fn tick(&mut self, _: &SkillContext) -> (Vec<Command>, SkillStatus) {
-        (Vec::new(), SkillStatus::Done)
+    fn tick(&mut self, _: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
+        SkillStatus::Done
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         same(self, other)
@@ -484,22 +486,23 @@ impl Blink {
 
 impl Skill for Blink {
     skill_meta!("Blink", Lamp);
-    fn entry(&mut self, _: &SkillContext) -> Vec<Command> {
+    fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
         self.on = true;
         self.elapsed = 0.0;
-        vec![Command::Lamp { on: true }]
+        out.push(Command::Lamp { on: true });
     }
-    fn tick(&mut self, ctx: &SkillContext) -> (Vec<Command>, SkillStatus) {
+    fn tick(&mut self, ctx: &SkillContext, out: &mut Vec<Command>) -> SkillStatus {
         self.elapsed += ctx.period;
         if self.elapsed + 1e-6 >= self.period / 2.0 {
             self.elapsed = 0.0;
             self.on = !self.on;
-            return (vec![Command::Lamp { on: self.on }], SkillStatus::Running);
+            out.push(Command::Lamp { on: self.on });
+            return SkillStatus::Running;
         }
-        (Vec::new(), SkillStatus::Running)
+        SkillStatus::Running
     }
-    fn exit(&mut self, _: &SkillContext) -> Vec<Command> {
-        vec![Command::Lamp { on: false }]
+    fn exit(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
+        out.push(Command::Lamp { on: false });
     }
     fn same_as(&self, other: &dyn Skill) -> bool {
         other.as_any().downcast_ref::<Blink>().is_some_and(|o| o.period == self.period)
