@@ -668,9 +668,9 @@ impl<T> CommsModel<T> {
     /// before [`CommsModel::plan`] ([`CommsModel::send`] does).
     pub fn prepare(&mut self) {
         if self.params_dirty {
-            self.incoming_off = self.slots.iter().flatten().filter(|r| !r.params.incoming).count();
             self.listening.clear();
             self.listening.extend(self.slots.iter().map(|r| r.as_ref().map(|r| r.params.incoming)));
+            self.incoming_off = self.listening.iter().filter(|&&l| l == Some(false)).count();
             self.params_dirty = false;
         }
         if self.pairs_dirty {
