@@ -270,12 +270,14 @@ fn camera_picture(
     index.blocks_in(lo, hi, blocks);
     let blocks = &*blocks;
     seen.clear();
-    let mut look = |target: Entity, at: Vec2, kind: Seeable| {
+    // Out of range or outside the wide cone: told where the candidate is met, without a call.
+    let in_reach = |at: Vec2| {
         let rel = at - pos;
         let distance = rel.length();
-        if distance > range || distance <= f32::EPSILON || rel.dot(facing) < cos_wide * distance {
-            return;
-        }
+        (distance <= range && distance > f32::EPSILON && rel.dot(facing) >= cos_wide * distance)
+            .then_some((rel, distance))
+    };
+    let mut look = |target: Entity, (rel, distance): (Vec2, f32), kind: Seeable| {
         let bearing = wrap_angle(angle_of(rel) - heading);
         if bearing.abs() > half_fov {
             return;
@@ -298,16 +300,18 @@ fn camera_picture(
         if let Some(kind) = d.kind
             && d.entity != entity
             && d.groups.memberships.intersects(seeable)
+            && let Some(seen_at) = in_reach(d.pos)
         {
-            look(d.entity, d.pos, kind);
+            look(d.entity, seen_at, kind);
         }
     });
     for &b in blocks {
         let block = &index.blocks[b as usize];
         if let Some(kind) = block.kind
             && block.groups.memberships.intersects(seeable)
+            && let Some(seen_at) = in_reach(block.center)
         {
-            look(block.entity, block.center, kind);
+            look(block.entity, seen_at, kind);
         }
     }
     // Each entity appears once: the order is total.
