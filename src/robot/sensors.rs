@@ -431,6 +431,33 @@ mod tests {
         assert!(seen_by_fov[1] < seen_by_fov[0] && seen_by_fov[0] < seen_by_fov[2], "{seen_by_fov:?}");
     }
 
+    /// A disc at no finite place (kept in a border cell of the index) is never seen, while a
+    /// robot beside the camera is.
+    #[test]
+    fn a_camera_never_sees_a_disc_at_no_finite_place() {
+        let disc = |i: u32, pos: Vec2| Disc {
+            entity: Entity::from_raw_u32(i + 1).unwrap(),
+            pos,
+            radius: 0.1,
+            kind: Some(Seeable::Robot),
+            groups: CollisionGroups::new(groups::ROBOT, Group::ALL),
+            sensor: false,
+        };
+        let mut index = SpatialIndex::default();
+        index.set_discs(
+            Vec2::splat(4.0),
+            [disc(1, Vec2::new(0.8, 0.3)), disc(2, Vec2::NAN), disc(3, Vec2::new(f32::NAN, 0.2))],
+        );
+        let camera = RobotCamera { fov: 360f32.to_radians(), range: 1.5, period: 1 };
+        let transform = crate::world::transform2d(Vec2::new(0.3, 0.3), 0.0);
+        let cache = PoseCache::of(&transform);
+        let mut seen = Vec::new();
+        let me = Entity::from_raw_u32(99).unwrap();
+        camera_picture(&index, me, &transform, &cache, &camera, &mut CameraScratch::default(), &mut seen);
+        let seen: Vec<(Entity, f32)> = seen.iter().map(|s| (s.entity, s.distance)).collect();
+        assert_eq!(seen, [(Entity::from_raw_u32(2).unwrap(), 0.5)]);
+    }
+
     /// Every point of a cone, its edges and arc included, lies in the cone's box, and the box is
     /// no bigger than the cone needs.
     #[test]
