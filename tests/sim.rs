@@ -585,13 +585,15 @@ fn golden_hash_of_the_explorer_scene() {
     assert_eq!(run_scene("explorer.ron", 1000, None), GOLDEN_EXPLORER);
 }
 
-const GOLDEN_EXPLORER: &str = "10efe5ad6d829193";
+const GOLDEN_EXPLORER: &str = "9e281878f7cf4f0b";
 
 /// Collectors and a swarm: cameras, bumps, grips, releases, the radio and contacts. Changed on
 /// purpose when sensing moved to the spatial grid (it reads the bodies where the last step left
 /// them from the very first step) and the per-frame removal sync went, and (with every golden
 /// hash here) when headings and bearings came from `robot::angle_of` instead of libm's `atan2f`
-/// (a difference of about one unit in the last place).
+/// (a difference of about one unit in the last place), and again when a body's rotation came
+/// back from rapier through the half-angle formulas and its facing from its transform's x axis
+/// instead of through an angle's sine and cosine (the same, to within 3.2e-7).
 #[test]
 fn golden_hashes_of_the_collectors_and_the_swarm() {
     assert_eq!(run_scene("collectors.ron", 1000, None), GOLDEN_COLLECTORS);
@@ -608,10 +610,10 @@ fn golden_hash_of_the_kinematic_swarm() {
     assert_eq!(app.world().resource::<TrajectoryHash>().hex(), GOLDEN_KINEMATIC_SWARM);
 }
 
-const GOLDEN_KINEMATIC_SWARM: &str = "761a3b49bfa7d332";
+const GOLDEN_KINEMATIC_SWARM: &str = "8777b09239e3230f";
 
-const GOLDEN_COLLECTORS: &str = "766ce2e17785bcbf";
-const GOLDEN_SWARM: &str = "007943111e3fd2a6";
+const GOLDEN_COLLECTORS: &str = "98f95917bf721a7e";
+const GOLDEN_SWARM: &str = "57ef4ce952ab8a2a";
 
 #[test]
 fn run_report_counts_robots_and_distance() {
