@@ -170,7 +170,7 @@ type Body<'a, T> = (&'a RapierRigidBodyHandle, &'a RapierContextEntityLink, T);
 /// used by crsim and not synced.)
 #[allow(clippy::type_complexity)]
 fn push_body_changes(
-    mut sets: Query<&mut RapierRigidBodySet>,
+    mut sets: Query<(Entity, &mut RapierRigidBodySet)>,
     sleeping: Query<Body<&Sleeping>, Changed<Sleeping>>,
     types: Query<Body<&RigidBody>, Changed<RigidBody>>,
     mut poses: Query<Body<(&GlobalTransform, &mut WrittenPose)>, Changed<GlobalTransform>>,
@@ -178,53 +178,56 @@ fn push_body_changes(
     damping: Query<Body<&Damping>, Changed<Damping>>,
     disabled: Query<Body<&RigidBodyDisabled>, Changed<RigidBodyDisabled>>,
 ) {
-    let mut body = |link: &RapierContextEntityLink,
-                    handle: &RapierRigidBodyHandle,
-                    f: &mut dyn FnMut(&mut bevy_rapier2d::rapier::dynamics::RigidBody)| {
-        if let Ok(mut set) = sets.get_mut(link.0)
-            && let Some(rb) = set.bodies.get_mut(handle.0)
-        {
-            f(rb);
-        }
-    };
-    for (handle, link, s) in &sleeping {
-        body(link, handle, &mut |rb| {
-            let activation = rb.activation_mut();
-            activation.normalized_linear_threshold = s.normalized_linear_threshold;
-            activation.angular_threshold = s.angular_threshold;
-            if !s.sleeping && activation.sleeping {
-                rb.wake_up(true);
-            } else if s.sleeping && !activation.sleeping {
-                rb.sleep();
+    // Context by context (a scene has one): its set is looked up once, not once per body.
+    for (context, mut set) in &mut sets {
+        let mut body = |link: &RapierContextEntityLink,
+                        handle: &RapierRigidBodyHandle,
+                        f: &mut dyn FnMut(&mut bevy_rapier2d::rapier::dynamics::RigidBody)| {
+            if link.0 == context
+                && let Some(rb) = set.bodies.get_mut(handle.0)
+            {
+                f(rb);
             }
-        });
-    }
-    for (handle, link, kind) in &types {
-        body(link, handle, &mut |rb| rb.set_body_type((*kind).into(), true));
-    }
-    for (handle, link, (global, mut written)) in &mut poses {
-        if written.0 == *global {
-            continue;
+        };
+        for (handle, link, s) in &sleeping {
+            body(link, handle, &mut |rb| {
+                let activation = rb.activation_mut();
+                activation.normalized_linear_threshold = s.normalized_linear_threshold;
+                activation.angular_threshold = s.angular_threshold;
+                if !s.sleeping && activation.sleeping {
+                    rb.wake_up(true);
+                } else if s.sleeping && !activation.sleeping {
+                    rb.sleep();
+                }
+            });
         }
-        let t = global.compute_transform();
-        let pose = Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z);
-        body(link, handle, &mut |rb| rb.set_position(pose, true));
-        written.0 = *global;
-    }
-    for (handle, link, v) in &velocities {
-        body(link, handle, &mut |rb| {
-            rb.set_linvel(v.linear, true);
-            rb.set_angvel(v.angular, true);
-        });
-    }
-    for (handle, link, d) in &damping {
-        body(link, handle, &mut |rb| {
-            rb.set_linear_damping(d.linear_damping);
-            rb.set_angular_damping(d.angular_damping);
-        });
-    }
-    for (handle, link, _) in &disabled {
-        body(link, handle, &mut |rb| rb.set_enabled(false));
+        for (handle, link, kind) in &types {
+            body(link, handle, &mut |rb| rb.set_body_type((*kind).into(), true));
+        }
+        for (handle, link, (global, mut written)) in &mut poses {
+            if link.0 != context || written.0 == *global {
+                continue;
+            }
+            let t = global.compute_transform();
+            let pose = Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z);
+            body(link, handle, &mut |rb| rb.set_position(pose, true));
+            written.0 = *global;
+        }
+        for (handle, link, v) in &velocities {
+            body(link, handle, &mut |rb| {
+                rb.set_linvel(v.linear, true);
+                rb.set_angvel(v.angular, true);
+            });
+        }
+        for (handle, link, d) in &damping {
+            body(link, handle, &mut |rb| {
+                rb.set_linear_damping(d.linear_damping);
+                rb.set_angular_damping(d.angular_damping);
+            });
+        }
+        for (handle, link, _) in &disabled {
+            body(link, handle, &mut |rb| rb.set_enabled(false));
+        }
     }
 }
 
@@ -256,7 +259,7 @@ fn apply_collider_scale(
 /// z and scale) and into [`WrittenPose`], the velocity and sleeping state where they changed.
 #[allow(clippy::type_complexity)]
 fn write_bodies_back(
-    sets: Query<&RapierRigidBodySet>,
+    sets: Query<(Entity, &RapierRigidBodySet)>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
     mut bodies: Query<
@@ -264,10 +267,16 @@ fn write_bodies_back(
         (With<RigidBody>, Without<RigidBodyDisabled>),
     >,
 ) {
+    // A scene's one context is looked up once, not once per body.
+    let single = sets.single().ok();
     // Each body writes only its own components: the same on any thread.
     passes.each_mut(order.0.len(), &mut bodies, |item| {
         let (handle, link, (mut transform, mut written, velocity, sleeping)) = item;
-        let Some(rb) = sets.get(link.0).ok().and_then(|set| set.bodies.get(handle.0)) else { return };
+        let set = match single {
+            Some((context, set)) if context == link.0 => Some(set),
+            _ => sets.get(link.0).ok().map(|(_, set)| set),
+        };
+        let Some(rb) = set.and_then(|set| set.bodies.get(handle.0)) else { return };
         let pose = rb.position();
         let rotation = quat_of(pose.rotation.re, pose.rotation.im);
         let translation = pose.translation.extend(transform.translation.z);
