@@ -8,7 +8,7 @@ use bevy_rapier2d::prelude::*;
 
 use super::{GripCommand, GripSensor, PoseCache, Robot};
 use crate::sim::RobotOrder;
-use crate::world::{Boxed, Held, PenBox, groups};
+use crate::world::{Boxed, Held, PenBox, SpatialIndex, groups};
 
 /// The gripper and what it holds.
 #[derive(Component, Debug, Clone, PartialEq)]
@@ -47,12 +47,11 @@ pub(super) fn carry_held_pens(
 
 pub(super) fn apply_gripper(
     mut commands: Commands,
-    rapier: ReadRapierContext,
+    index: Res<SpatialIndex>,
     order: Res<RobotOrder>,
     mut robots: Query<(Entity, &Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
     mut boxes: Query<&mut PenBox>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
     // The robots with something to do (grip a pen in reach, or let go), found in one pass over
     // the components: in a large swarm most have nothing, and looking every robot up in robot
     // order would cost a lookup each.
@@ -88,12 +87,8 @@ pub(super) fn apply_gripper(
             (false, Some(pen)) => {
                 gripper.holding = None;
                 let at = carry_point(transform, cache, robot, &gripper);
-                let mut container = None;
-                let filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
-                ctx.intersect_point(at, filter, |b| {
-                    container = Some(b);
-                    false
-                });
+                // The box it is over, as the network's percept saw it.
+                let container = index.block_at(at, CollisionGroups::new(Group::ALL, groups::BOX)).map(|b| b.entity);
                 let mut pen_commands = commands.entity(pen);
                 pen_commands.remove::<Held>().insert(Transform::from_translation(at.extend(0.0)));
                 match container.and_then(|b| boxes.get_mut(b).ok().map(|pb| (b, pb))) {

@@ -197,6 +197,14 @@ impl Block {
         Vec2::new(d.dot(self.axis), d.dot(self.axis.perp()))
     }
 
+    /// Whether `p` is in the rectangle (its edges included), as rapier's point query on the
+    /// body's cuboid answers it.
+    #[inline]
+    pub fn contains(&self, p: Vec2) -> bool {
+        let l = self.local(p);
+        l.x.abs() <= self.half.x && l.y.abs() <= self.half.y
+    }
+
     /// The rectangle's nearest point to `p` and the distance to it (0 inside).
     pub fn nearest(&self, p: Vec2) -> (Vec2, f32) {
         let l = self.local(p);
@@ -353,6 +361,21 @@ impl SpatialIndex {
     #[inline]
     pub fn blocks_near(&self, min: Vec2, max: Vec2, mut f: impl FnMut(&Block)) {
         self.block_grid.for_each(min, max, |i| f(&self.blocks[i as usize]));
+    }
+
+    /// The first fixed rectangle (in index order) that holds `p` and that `groups` may meet
+    /// ([`groups_match`]): what a robot carries a pen over, without a query through rapier's
+    /// tree of every collider.
+    pub fn block_at(&self, p: Vec2, groups: CollisionGroups) -> Option<&Block> {
+        let mut found: Option<&Block> = None;
+        self.block_grid.for_each(p, p, |i| {
+            let b = &self.blocks[i as usize];
+            // A cell lists its rectangles in index order: the first that holds `p` is kept.
+            if found.is_none() && groups_match(groups, b.groups) && b.contains(p) {
+                found = Some(b);
+            }
+        });
+        found
     }
 
     /// The largest disc radius.
@@ -536,6 +559,34 @@ pub(super) mod tests {
         assert!((d - 0.4).abs() < 1e-5 && (p - Vec2::new(5.1, 5.2)).length() < 1e-5, "{p} {d}");
         let (lo, hi) = b.bounds();
         assert!((lo - Vec2::new(4.9, 4.0)).length() < 1e-5 && (hi - Vec2::new(5.1, 6.0)).length() < 1e-5);
+    }
+
+    #[test]
+    fn the_box_under_a_point_is_found_by_its_turned_rectangle_and_its_groups() {
+        use super::super::groups;
+        // A 1 × 0.4 box at (4, 4) turned 90°: it spans x 3.8..4.2, y 3.5..4.5.
+        let mut a_box = block(Vec2::new(4.0, 4.0), Vec2::new(0.5, 0.2), std::f32::consts::FRAC_PI_2);
+        a_box.entity = Entity::from_raw_u32(7).unwrap();
+        a_box.groups = CollisionGroups::new(groups::BOX, Group::ALL);
+        let wall = block(Vec2::new(4.0, 4.0), Vec2::new(3.0, 0.05), 0.0);
+        assert!(a_box.contains(Vec2::new(4.1, 4.4)));
+        assert!(!a_box.contains(Vec2::new(4.3, 4.0)), "beside it, inside its unturned extent");
+        assert!(a_box.contains(Vec2::new(4.0, 4.5 - 1e-6)), "on its far edge");
+        assert!(!a_box.contains(Vec2::new(4.0, 4.51)));
+        let mut index = SpatialIndex::default();
+        index.set_blocks(Vec2::new(10.0, 10.0), vec![wall, a_box]);
+        let boxes = CollisionGroups::new(Group::ALL, groups::BOX);
+        assert_eq!(index.block_at(Vec2::new(4.1, 3.6), boxes).map(|b| b.entity), Some(a_box.entity));
+        assert_eq!(index.block_at(Vec2::new(4.1, 3.4), boxes).map(|b| b.entity), None, "past its end");
+        // The wall holds (2, 4) too, but only boxes are asked for.
+        assert_eq!(index.block_at(Vec2::new(2.0, 4.0), boxes).map(|b| b.entity), None);
+        let walls = CollisionGroups::new(Group::ALL, groups::WALL);
+        assert_eq!(index.block_at(Vec2::new(2.0, 4.0), walls).map(|b| b.entity), Some(wall.entity));
+        // Where both are, the first in index order.
+        assert_eq!(
+            index.block_at(Vec2::new(4.0, 4.0), CollisionGroups::default()).map(|b| b.entity),
+            Some(wall.entity)
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::scene::ActiveScene;
 use crate::sim::rng::stream;
 use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, Grip, Release, SkillFacade, SkillRequest, Velocity};
-use crate::world::{Boxed, Held, Seeable, Station, groups};
+use crate::world::{Boxed, Held, Seeable, SpatialIndex, Station, groups};
 
 /// Steps between repeated claims on the same pen.
 pub const CLAIM_PERIOD: u64 = 50;
@@ -391,7 +391,7 @@ type ThinkItem<'a> = (
 /// chunks, with the same results as one by one.
 #[allow(clippy::too_many_arguments)]
 pub(in crate::control) fn think<'w>(
-    rapier: ReadRapierContext,
+    index: Res<SpatialIndex>,
     time: Res<SimTime>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
@@ -410,7 +410,6 @@ pub(in crate::control) fn think<'w>(
     boxed: Query<(), With<Boxed>>,
     kinds: Query<&Seeable>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
     let now = time.step;
     // `seen` is each chunk's scratch list of candidates, reused from robot to robot.
     let think_one = |seen: &mut Vec<Candidate<'w>>, item: ThinkItem| {
@@ -461,12 +460,8 @@ pub(in crate::control) fn think<'w>(
         // Only a held pen can go into a box.
         let mut over_box = false;
         if grip.holding.is_some() {
-            // Made here: a filter is not shared between threads.
-            let box_filter = QueryFilter::default().groups(CollisionGroups::new(Group::ALL, groups::BOX));
-            ctx.intersect_point(carry_point(transform, cache, robot, gripper), box_filter, |_| {
-                over_box = true;
-                false
-            });
+            let at = carry_point(transform, cache, robot, gripper);
+            over_box = index.block_at(at, CollisionGroups::new(Group::ALL, groups::BOX)).is_some();
         }
         let energy_per_metre = battery.move_drain + battery.idle_drain / (CRUISE * robot.max_speed).max(1e-6);
         let percepts = Percepts {
