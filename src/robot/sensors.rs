@@ -392,23 +392,27 @@ mod tests {
     use bevy_rapier2d::prelude::Group;
     use rand::RngExt;
 
-    /// Cameras of different fields of view met in turn by one pass (which keeps the last cone's
-    /// angles) see exactly what each sees with its angles worked out afresh.
-    #[test]
-    fn a_pass_meeting_cameras_of_several_fields_of_view_gives_each_its_own_picture() {
-        let mut rng = crate::sim::rng::stream(5, "camera-test", 0);
-        let robot = |i: u32, pos: Vec2| Disc {
+    /// Robot `i`'s body as the index keeps it: a 0.1 m disc at `pos`.
+    fn robot_disc(i: u32, pos: Vec2) -> Disc {
+        Disc {
             entity: Entity::from_raw_u32(i + 1).unwrap(),
             pos,
             radius: 0.1,
             kind: Some(Seeable::Robot),
             groups: CollisionGroups::new(groups::ROBOT, Group::ALL),
             sensor: false,
-        };
+        }
+    }
+
+    /// Cameras of different fields of view met in turn by one pass (which keeps the last cone's
+    /// angles) see exactly what each sees with its angles worked out afresh.
+    #[test]
+    fn a_pass_meeting_cameras_of_several_fields_of_view_gives_each_its_own_picture() {
+        let mut rng = crate::sim::rng::stream(5, "camera-test", 0);
         let places: Vec<Vec2> =
             (0..400).map(|_| Vec2::new(rng.random_range(0.0..10.0), rng.random_range(0.0..10.0))).collect();
         let mut index = SpatialIndex::default();
-        index.set_discs(Vec2::splat(10.0), places.iter().enumerate().map(|(i, &p)| robot(i as u32, p)));
+        index.set_discs(Vec2::splat(10.0), places.iter().enumerate().map(|(i, &p)| robot_disc(i as u32, p)));
         let fovs = [90f32, 30.0, 200.0, 90.0].map(f32::to_radians);
         let mut shared = CameraScratch::default();
         let mut seen_by_fov = [0usize; 4];
@@ -435,18 +439,10 @@ mod tests {
     /// robot beside the camera is.
     #[test]
     fn a_camera_never_sees_a_disc_at_no_finite_place() {
-        let disc = |i: u32, pos: Vec2| Disc {
-            entity: Entity::from_raw_u32(i + 1).unwrap(),
-            pos,
-            radius: 0.1,
-            kind: Some(Seeable::Robot),
-            groups: CollisionGroups::new(groups::ROBOT, Group::ALL),
-            sensor: false,
-        };
         let mut index = SpatialIndex::default();
         index.set_discs(
             Vec2::splat(4.0),
-            [disc(1, Vec2::new(0.8, 0.3)), disc(2, Vec2::NAN), disc(3, Vec2::new(f32::NAN, 0.2))],
+            [robot_disc(1, Vec2::new(0.8, 0.3)), robot_disc(2, Vec2::NAN), robot_disc(3, Vec2::new(f32::NAN, 0.2))],
         );
         let camera = RobotCamera { fov: 360f32.to_radians(), range: 1.5, period: 1 };
         let transform = crate::world::transform2d(Vec2::new(0.3, 0.3), 0.0);
