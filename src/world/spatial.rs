@@ -359,7 +359,7 @@ impl SpatialIndex {
     /// Every fixed rectangle listed in a grid cell that `min..max` overlaps, once per such cell
     /// (cheaper than [`SpatialIndex::blocks_in`] for a caller that does not mind repeats).
     #[inline]
-    pub fn blocks_near(&self, min: Vec2, max: Vec2, mut f: impl FnMut(&Block)) {
+    pub fn blocks_near<'a>(&'a self, min: Vec2, max: Vec2, mut f: impl FnMut(&'a Block)) {
         self.block_grid.for_each(min, max, |i| f(&self.blocks[i as usize]));
     }
 
@@ -368,9 +368,8 @@ impl SpatialIndex {
     /// tree of every collider.
     pub fn block_at(&self, p: Vec2, groups: CollisionGroups) -> Option<&Block> {
         let mut found: Option<&Block> = None;
-        self.block_grid.for_each(p, p, |i| {
-            let b = &self.blocks[i as usize];
-            // A cell lists its rectangles in index order: the first that holds `p` is kept.
+        // A cell lists its rectangles in index order: the first that holds `p` is kept.
+        self.blocks_near(p, p, |b| {
             if found.is_none() && groups_match(groups, b.groups) && b.contains(p) {
                 found = Some(b);
             }
