@@ -15,6 +15,6 @@ pub(super) fn plugin(app: &mut bevy::prelude::App) {
 }
 
 pub use model::{
-    CommType, CommsError, CommsModel, CommsStats, DropCause, Drops, EffectiveLink, Message, PairParams, PlannedChunk,
-    RobotId, RobotParams, Sent, SystemParams, Target, To, effective_link,
+    CommType, CommsError, CommsModel, CommsStats, DropCause, Drops, EffectiveLink, Message, Nearby, PairParams,
+    PlannedChunk, RobotId, RobotParams, Sent, SystemParams, Target, To, effective_link,
 };

@@ -491,6 +491,22 @@ struct Reach {
     probability: f32,
 }
 
+/// A robot a broadcast may reach, as the caller's spatial index found it: with its distance
+/// from the sender when the index measured it (exactly as `distance` would give it), else
+/// `None` and [`CommsModel::plan`] asks `distance`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Nearby {
+    pub id: RobotId,
+    pub distance: Option<f32>,
+}
+
+impl Nearby {
+    /// A candidate whose distance is asked of `distance` when it matters.
+    pub fn unmeasured(id: RobotId) -> Self {
+        Self { id, distance: None }
+    }
+}
+
 /// Every change to a model's robots or pairs takes a new number from here, so a cache built
 /// for one model (a map from the world's robots to slots) knows when it is stale.
 static GENERATIONS: AtomicU64 = AtomicU64::new(1);
@@ -698,16 +714,17 @@ impl<T> CommsModel<T> {
     ///
     /// A broadcast goes to every other registered robot. `candidates` (distinct) are the robots
     /// the caller's spatial index found within the sender's widest range (any others are out of
-    /// range, or have their link off): each is decided on its own, and so is every robot with
-    /// pair parameters from this sender; the rest are counted in bulk. `distance` gives the
-    /// distance between two robots at send time.
+    /// range, or have their link off), each with its distance from the sender when the index
+    /// measured it: each is decided on its own, and so is every robot with pair parameters from
+    /// this sender; the rest are counted in bulk. `distance` gives the distance between two
+    /// robots at send time where a candidate does not bring its own.
     #[allow(clippy::too_many_arguments)]
     pub fn plan(
         &self,
         sender: Option<RobotId>,
         to: To,
         step: u64,
-        candidates: &[RobotId],
+        candidates: &[Nearby],
         distance: impl Fn(RobotId, RobotId) -> Option<f32>,
         chunk: &mut PlannedChunk<T>,
         content: T,
@@ -745,11 +762,11 @@ impl<T> CommsModel<T> {
             return;
         }
         let from_sender = SenderLink::new(&self.system, &params);
-        let mut decide = |r: RobotId, incoming: bool, drops: &mut Drops| {
+        let mut decide = |r: RobotId, known: Option<f32>, incoming: bool, drops: &mut Drops| {
             let link = from_sender.to(incoming, self.pair_ids.get(&(s, r)));
             let outcome = if !link.up {
                 Err(DropCause::LinkOff)
-            } else if link.range.is_some_and(|range| distance(s, r).is_none_or(|d| d > range)) {
+            } else if link.range.is_some_and(|range| known.or_else(|| distance(s, r)).is_none_or(|d| d > range)) {
                 Err(DropCause::OutOfRange)
             } else {
                 Ok(Reach { receiver: r, at: step + u64::from(link.delay), probability: link.probability })
@@ -761,7 +778,7 @@ impl<T> CommsModel<T> {
         };
         match to {
             To::Robot(receiver) => match receiver.and_then(|r| Some((r, self.record(r)?))) {
-                Some((r, record)) => decide(r, record.params.incoming, &mut planned.drops),
+                Some((r, record)) => decide(r, None, record.params.incoming, &mut planned.drops),
                 None => {
                     planned.errors += 1;
                     planned.drops.add(DropCause::UnknownRobot, 1);
@@ -772,14 +789,15 @@ impl<T> CommsModel<T> {
                 // (in name order) one by one, the rest in bulk.
                 let extra = self.pair_receivers.get(&s).map_or(&[][..], |v| v.as_slice());
                 let (mut decided, mut off_decided) = (0u64, 0usize);
-                let others = candidates.iter().chain(extra.iter().filter(|r| !candidates.contains(r)));
-                for &r in others {
+                let paired = extra.iter().filter(|&&r| !candidates.iter().any(|c| c.id == r));
+                let others = candidates.iter().map(|c| (c.id, c.distance)).chain(paired.map(|&r| (r, None)));
+                for (r, known) in others {
                     let Some(incoming) = self.listening.get(r as usize).copied().flatten().filter(|_| r != s) else {
                         continue;
                     };
                     decided += 1;
                     off_decided += usize::from(!incoming);
-                    decide(r, incoming, &mut planned.drops);
+                    decide(r, known, incoming, &mut planned.drops);
                 }
                 let rest = count - decided;
                 if rest > 0 {
@@ -977,7 +995,7 @@ impl<T> CommsModel<T> {
         to: To,
         content: T,
         step: u64,
-        candidates: &[RobotId],
+        candidates: &[Nearby],
         distance: impl Fn(RobotId, RobotId) -> Option<f32>,
     ) -> Sent
     where
@@ -1175,7 +1193,7 @@ mod tests {
             Target::Robot(r) => To::Robot(m.id(&r)),
             Target::Broadcast => To::Broadcast,
         };
-        let candidates: Vec<RobotId> = candidates.iter().filter_map(|c| m.id(c)).collect();
+        let candidates: Vec<Nearby> = candidates.iter().filter_map(|c| m.id(c)).map(Nearby::unmeasured).collect();
         let names: Vec<Option<Arc<str>>> =
             (0..m.slots.len() as RobotId).map(|i| m.record(i).map(|r| r.name.clone())).collect();
         let dist = |a: RobotId, b: RobotId| distance(names[a as usize].as_deref()?, names[b as usize].as_deref()?);
@@ -1282,6 +1300,32 @@ mod tests {
         assert_eq!((got[0].receiver().cloned(), &**got[0].sender()), (None, "a"));
         assert_eq!(m.get_messages("c", 0).unwrap().len(), 1);
         assert!(m.get_messages("d", 0).unwrap().is_empty());
+    }
+
+    /// A candidate that brings its distance is decided on it; `distance` is asked only for the
+    /// others (and for a receiver with pair parameters that was no candidate).
+    #[test]
+    fn a_candidates_own_distance_decides_its_range() {
+        let mut m = model(&["a", "b", "c", "d", "e"]);
+        m.system.range = Some(5.0);
+        m.set_pair("a", "e", PairParams { delay: Some(1), ..default_pair() });
+        let asked = std::cell::RefCell::new(Vec::new());
+        let dist = |_: RobotId, r: RobotId| {
+            asked.borrow_mut().push(r);
+            Some(3.0)
+        };
+        let (b, c, d, e) = (m.id("b").unwrap(), m.id("c").unwrap(), m.id("d").unwrap(), m.id("e").unwrap());
+        // b measured in range, c measured out of range (though `distance` would say 3 m), d not
+        // measured; e only by its pair.
+        let near =
+            [Nearby { id: b, distance: Some(4.9) }, Nearby { id: c, distance: Some(5.1) }, Nearby::unmeasured(d)];
+        let out = m.send(m.id("a"), To::Broadcast, "x", 0, &near, dist);
+        assert_eq!((out.queued, out.dropped(DropCause::OutOfRange), out.total()), (3, 1, 4));
+        assert_eq!(*asked.borrow(), vec![d, e]);
+        assert!(m.get_messages("c", 0).unwrap().is_empty());
+        assert_eq!(m.get_messages("b", 0).unwrap().len(), 1);
+        assert_eq!(m.get_messages("d", 0).unwrap().len(), 1);
+        assert_eq!(m.get_messages("e", 1).unwrap().len(), 1);
     }
 
     /// A receiver's incoming link is read from the model's own list of slots, which follows
@@ -1448,7 +1492,7 @@ mod tests {
         let sends: Vec<(usize, To, &str)> = (0..40)
             .map(|i| (i % 4, if i % 3 == 0 { To::Robot(Some(((i + 1) % 4) as RobotId)) } else { To::Broadcast }, "m"))
             .collect();
-        let all: Vec<RobotId> = (0..4).collect();
+        let all: Vec<Nearby> = (0..4).map(Nearby::unmeasured).collect();
         // One by one.
         let mut one = setup();
         let by_one: Vec<Sent> = sends.iter().map(|&(s, to, c)| one.send(ids(&one)[s], to, c, 7, &all, far)).collect();
@@ -1494,7 +1538,10 @@ mod tests {
                         chunks.push(PlannedChunk::default());
                     }
                     let chunk = chunks.last_mut().unwrap();
-                    let near: Vec<RobotId> = (s.saturating_sub(3)..(s + 4).min(1000)).collect();
+                    // Half the candidates bring their distance (as `distance` gives it).
+                    let near: Vec<Nearby> = (s.saturating_sub(3)..(s + 4).min(1000))
+                        .map(|r| Nearby { id: r, distance: (r % 2 == 0).then(|| distance(s, r)).flatten() })
+                        .collect();
                     m.plan(Some(s), To::Broadcast, step, &near, distance, chunk, s);
                     m.plan(Some(s), To::Broadcast, step, &near, distance, chunk, s + 1000);
                     if s % 7 == 0 {
@@ -1553,7 +1600,7 @@ mod tests {
         for n in ["a", "b", "c"] {
             m.register(n, BOTH).unwrap();
         }
-        let all: Vec<RobotId> = (0..3).collect();
+        let all: Vec<Nearby> = (0..3).map(Nearby::unmeasured).collect();
         let out = m.send(m.id("a"), To::Broadcast, "hello".to_string(), 0, &all, |_, _| None);
         assert_eq!(out.queued, 2);
         let (b, c) = (m.get_messages("b", 0).unwrap(), m.get_messages("c", 0).unwrap());
@@ -1577,7 +1624,7 @@ mod tests {
             m.register(n, BOTH).unwrap();
         }
         m.prepare();
-        let all: Vec<RobotId> = (0..3).collect();
+        let all: Vec<Nearby> = (0..3).map(Nearby::unmeasured).collect();
         let mut chunk = PlannedChunk::default();
         let step = |m: &mut CommsModel<String>, chunk: &mut PlannedChunk<String>, step: u64, text: &str| {
             chunk.recycle();
@@ -1616,6 +1663,7 @@ mod tests {
         m.set_pair("a", "c", PairParams { delay: Some(5), ..default_pair() });
         m.set_pair("a", "d", PairParams { link: Some(false), delay: Some(9), ..default_pair() });
         for order in [[1, 2, 3], [3, 2, 1], [2, 3, 1]] {
+            let order = order.map(Nearby::unmeasured);
             let out = m.send(m.id("a"), To::Broadcast, "x", 0, &order, |_, _| None);
             assert_eq!((out.queued, out.received_step, out.dropped(DropCause::LinkOff)), (2, Some(5), 1), "{order:?}");
         }

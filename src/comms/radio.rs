@@ -10,7 +10,7 @@ use bevy::prelude::*;
 use serde_json::json;
 
 use super::model::{
-    CommType, CommsError, CommsModel, PairParams, PlannedChunk, RobotId, RobotParams, SystemParams, Target, To,
+    CommType, CommsError, CommsModel, Nearby, PairParams, PlannedChunk, RobotId, RobotParams, SystemParams, Target, To,
 };
 use super::{DropCause, Message};
 use crate::robot::Robot;
@@ -237,15 +237,19 @@ impl RobotGrid {
     }
 
     /// Every robot whose centre is within `range` of `center` (and a few within a centimetre
-    /// more: the model decides the exact distance).
-    fn within(&self, center: Vec2, range: f32, out: &mut Vec<RobotId>) {
+    /// more: the model decides the exact distance), with its distance from `center` (the very
+    /// value `Vec2::distance` gives: the square root of the same sum of squares).
+    fn within(&self, center: Vec2, range: f32, out: &mut Vec<Nearby>) {
         let reach = range + 0.01;
-        let near = |&(p, _): &(Vec2, RobotId)| p.distance_squared(center) <= reach * reach;
+        let near = |&(p, id): &(Vec2, RobotId)| {
+            let squared = p.distance_squared(center);
+            (squared <= reach * reach).then(|| Nearby { id, distance: Some(squared.sqrt()) })
+        };
         if self.scan {
-            out.extend(self.robots.iter().filter(|r| near(r)).map(|&(_, id)| id));
+            out.extend(self.robots.iter().filter_map(near));
         } else if center.is_finite() {
             self.grid.for_each_run(center - Vec2::splat(reach), center + Vec2::splat(reach), |run| {
-                out.extend(self.by_cell[run].iter().filter(|r| near(r)).map(|&(_, id)| id));
+                out.extend(self.by_cell[run].iter().filter_map(near));
             });
         }
     }
@@ -376,12 +380,12 @@ fn receivers_around(
     grid: &RobotGrid,
     by_order: &[Option<RobotId>],
     out: &Outgoing,
-    near: &mut Vec<RobotId>,
+    near: &mut Vec<Nearby>,
 ) {
     let own = out.sender.and_then(|s| model.record(s)).and_then(|r| r.params.range);
     match [model.system.range, own].into_iter().flatten().reduce(f32::min) {
         Some(range) => grid.within(out.pos, range, near),
-        None => near.extend(by_order.iter().flatten()),
+        None => near.extend(by_order.iter().flatten().map(|&id| Nearby::unmeasured(id))),
     }
 }
 
@@ -458,17 +462,21 @@ mod tests {
                 for range in [0.0, 0.5, 2.0, 15.0] {
                     let mut found = Vec::new();
                     grid.within(center, range, &mut found);
-                    let mut sorted = found.clone();
+                    let mut sorted: Vec<RobotId> = found.iter().map(|n| n.id).collect();
                     sorted.sort_unstable();
                     sorted.dedup();
                     assert_eq!(sorted.len(), found.len(), "each robot once");
                     for (i, p) in robots.iter().enumerate() {
-                        let d = p.distance(center);
+                        // The sender's distance to the receiver, as the model would ask it.
+                        let d = center.distance(*p);
+                        let candidate = found.iter().find(|n| n.id == i as RobotId);
                         if d <= range {
-                            assert!(found.contains(&(i as RobotId)), "robot {i} at {d} m from {k}, range {range}");
+                            assert!(candidate.is_some(), "robot {i} at {d} m from {k}, range {range}");
                         }
-                        if found.contains(&(i as RobotId)) {
+                        if let Some(n) = candidate {
                             assert!(d <= range + 0.02, "robot {i} at {d} m from {k} is no candidate for {range}");
+                            // Bit for bit: the model decides the range on it.
+                            assert_eq!(n.distance.map(f32::to_bits), Some(d.to_bits()), "robot {i} from {k}");
                         }
                     }
                 }
