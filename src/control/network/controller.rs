@@ -89,6 +89,9 @@ pub struct NetworkController {
     /// The latest claim heard on each pen, while it lasts (a few: a short list is smaller and
     /// quicker than a map).
     claims: Vec<Claim>,
+    /// No claim in `claims` was heard before this step (`u64::MAX` while there is none): the
+    /// list is looked through for lapsed claims only once the oldest may have lapsed.
+    claims_since: u64,
     /// The pen claimed last and when.
     claimed: Option<(Entity, u64)>,
     was_holding: Option<Entity>,
@@ -113,6 +116,7 @@ impl NetworkController {
             stations,
             search,
             claims: Vec::new(),
+            claims_since: u64::MAX,
             claimed: None,
             was_holding: None,
             was_charging: false,
@@ -142,8 +146,12 @@ impl NetworkController {
                 Some(c) => *c = claim,
                 None => self.claims.push(claim),
             }
+            self.claims_since = self.claims_since.min(now);
         }
-        self.claims.retain(|c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
+        if now.saturating_sub(self.claims_since) > CLAIM_LIFETIME {
+            self.claims.retain(|c| now.saturating_sub(c.step) <= CLAIM_LIFETIME);
+            self.claims_since = self.claims.iter().map(|c| c.step).min().unwrap_or(u64::MAX);
+        }
     }
 
     /// The pen it was going for went into another robot's gripper: duplicated effort.
@@ -573,6 +581,40 @@ mod tests {
         assert!(!nc.yields_to_claim("p10", 1.0, "a", 11), "the newer claim, from 3 m, is farther");
         assert!(nc.yields_to_claim("p1", 6.0, "a", 11) && !nc.yields_to_claim("p1", 4.0, "a", 11));
         assert!(!nc.yields_to_claim("p2", 9.0, "a", 11), "nobody claimed p2");
+    }
+
+    /// Lapsed claims are let go of only when the oldest may have lapsed: the list is still, step
+    /// by step, the one a look through it every step keeps.
+    #[test]
+    fn the_claims_kept_are_those_a_look_every_step_keeps() {
+        let mut nc = controller();
+        let mut every_step: Vec<(Arc<str>, u64, f32)> = Vec::new();
+        use rand::RngExt;
+        let mut rng = stream(7, "claims-test", 0);
+        let pens: Vec<Arc<str>> = (0..12).map(|i| Arc::from(format!("p{i}"))).collect();
+        for now in 0..2_000u64 {
+            // Quiet spells let every claim lapse now and then.
+            let heard: Vec<(Arc<str>, Arc<str>, f32)> = if (now / 300) % 3 == 2 {
+                Vec::new()
+            } else {
+                (0..rng.random_range(0..3))
+                    .map(|_| {
+                        (Arc::from("b"), pens[rng.random_range(0..pens.len())].clone(), rng.random_range(0.0..3.0))
+                    })
+                    .collect()
+            };
+            for (_, pen, d) in &heard {
+                match every_step.iter_mut().find(|c| c.0 == *pen) {
+                    Some(c) => *c = (pen.clone(), now, *d),
+                    None => every_step.push((pen.clone(), now, *d)),
+                }
+            }
+            every_step.retain(|c| now - c.1 <= CLAIM_LIFETIME);
+            nc.hear_claims(heard, now);
+            let kept: Vec<(Arc<str>, u64, f32)> =
+                nc.claims.iter().map(|c| (c.pen.clone(), c.step, c.distance)).collect();
+            assert_eq!(kept, every_step, "step {now}");
+        }
     }
 
     #[test]
