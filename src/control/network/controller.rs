@@ -587,9 +587,9 @@ mod tests {
     /// by step, the one a look through it every step keeps.
     #[test]
     fn the_claims_kept_are_those_a_look_every_step_keeps() {
+        use rand::RngExt;
         let mut nc = controller();
         let mut every_step: Vec<(Arc<str>, u64, f32)> = Vec::new();
-        use rand::RngExt;
         let mut rng = stream(7, "claims-test", 0);
         let pens: Vec<Arc<str>> = (0..12).map(|i| Arc::from(format!("p{i}"))).collect();
         for now in 0..2_000u64 {
