@@ -9,6 +9,7 @@ use bevy_rapier2d::prelude::{ColliderDisabled, RigidBodyDisabled};
 use common::{get, named, position, robot, room, scene_path};
 use crsim::robot::{Battery, BumpSensor, CameraView, Gripper, Odometry, Robot, pose};
 use crsim::run::headless::{headless_app, run_steps};
+use crsim::run::physics_step::{OffThread, StepThread};
 use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource, load_scene_file};
@@ -726,6 +727,31 @@ fn radio_parameters_from_the_scene_shape_delivery() {
     assert!(app.world().get::<RadioIn>(c).unwrap().0.is_empty());
 }
 
+both_models!(a_sends_range_is_measured_where_the_robots_were_when_it_was_sent);
+fn a_sends_range_is_measured_where_the_robots_were_when_it_was_sent(mode: PhysicsMode) {
+    use crsim::comms::{DropCause, Payload, Radio, RadioIn, RadioOut, Target};
+    // A 1 m radio. b starts 0.997 m from a and drives away (about 8 mm a step, at the robot's
+    // top speed): in range when a sends, out of range once the physics step has moved it. c
+    // starts 1.003 m from a on the other side and drives towards it: out of range when a sends,
+    // in range after the step.
+    let mut s = room(4.0, 2.0);
+    s.comms.range = Some(1.0);
+    s.robots.push(robot("a", 2.0, 1.0, 0.0, ControllerSpec::Idle));
+    s.robots.push(robot("b", 2.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0 }));
+    s.robots.push(robot("c", 0.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0 }));
+    let mut app = app_in(s, mode);
+    let (a, b, c) = (named(&mut app, "a"), named(&mut app, "b"), named(&mut app, "c"));
+    app.world_mut().get_mut::<RadioOut>(a).unwrap().0.push((Target::Broadcast, Payload::Text("near?".into())));
+    run_steps(&mut app, 1);
+    let (ab, ac) = (position(&app, b).x - 2.0, 2.0 - position(&app, c).x);
+    assert!(ab > 1.002 && ac < 0.998, "after the step b is {ab} m from a, c {ac} m");
+    let inbox = &app.world().get::<RadioIn>(b).unwrap().0;
+    assert_eq!(inbox.iter().map(|m| m.content().clone()).collect::<Vec<_>>(), [Payload::Text("near?".into())]);
+    assert!(app.world().get::<RadioIn>(c).unwrap().0.is_empty());
+    let stats = &app.world().resource::<Radio>().0.stats;
+    assert_eq!((stats.delivered, stats.dropped.get(DropCause::OutOfRange)), (1, 1), "{stats:?}");
+}
+
 #[test]
 fn grips_and_releases_do_not_depend_on_how_many_steps_a_frame_runs() {
     // Collectors grip, release and grip pens again all the time; a pen released and gripped
@@ -757,18 +783,27 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
     ] {
         let mut scene = crsim::run::bench::bench_scene(600, 5, network);
         scene.physics = physics;
-        let hash_with = |threads: usize| {
+        let hash_with = |threads: usize, policy: OffThread| {
             let mut app = app(scene.clone());
             app.insert_resource(Passes { threads });
+            app.world_mut().resource_mut::<StepThread>().policy = policy;
             run_steps(&mut app, 300);
+            let off_thread = app.world().resource::<StepThread>().off_thread;
+            assert_eq!(off_thread > 0, policy == OffThread::Always, "{policy:?}: {off_thread} steps off the thread");
             let bumps = app.world_mut().query::<&Odometry>().iter(app.world()).map(|o| o.collisions).sum::<u32>();
             (app.world().resource::<TrajectoryHash>().hex(), bumps)
         };
-        let one = hash_with(1);
+        let one = hash_with(1, OffThread::Never);
         assert!(one.1 > 0, "the robots bump into each other");
         for n in [2, 8] {
-            assert_eq!(hash_with(n), one, "{n} threads (the pool has {threads}), network {network}, {physics:?}");
+            assert_eq!(
+                hash_with(n, OffThread::Auto),
+                one,
+                "{n} threads (the pool has {threads}), network {network}, {physics:?}"
+            );
         }
+        // Rapier's step on its own thread, while the radio delivers.
+        assert_eq!(hash_with(2, OffThread::Always), one, "rapier on its own thread, network {network}, {physics:?}");
     }
     // A lossy radio with every robot broadcasting every step (more senders than a chunk) and
     // some robots sending to one robot: the same deliveries, drops and inboxes on any thread.
@@ -786,9 +821,10 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
             }
         }
     }
-    let radio_with = |threads: usize| {
+    let radio_with = |threads: usize, policy: OffThread| {
         let mut app = app(scene.clone());
         app.insert_resource(Passes { threads });
+        app.world_mut().resource_mut::<StepThread>().policy = policy;
         app.add_systems(FixedUpdate, chatter.in_set(crsim::sim::ThinkSystems::Receive));
         run_steps(&mut app, 20);
         let stats = app.world().resource::<Radio>().0.stats.clone();
@@ -803,13 +839,14 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
         inboxes.sort_by(|a, b| a.0.cmp(&b.0));
         (stats, inboxes)
     };
-    let one = radio_with(1);
+    let one = radio_with(1, OffThread::Never);
     let stats = &one.0;
     assert!(stats.dropped.get(DropCause::Lost) > 0 && stats.dropped.get(DropCause::InboxFull) > 0, "{stats:?}");
     assert!(stats.delivered > 30_000, "{stats:?}");
     for n in [2, 8] {
-        assert!(radio_with(n) == one, "radio on {n} threads");
+        assert!(radio_with(n, OffThread::Auto) == one, "radio on {n} threads");
     }
+    assert!(radio_with(2, OffThread::Always) == one, "rapier on its own thread beside the radio");
 }
 
 /// The scene editor's link to the world, without a window: editing starts at step 0 and

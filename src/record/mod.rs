@@ -12,7 +12,6 @@
 //! subsystem it records.
 
 use bevy::prelude::*;
-use bevy_rapier2d::prelude::PhysicsSet;
 
 pub mod capture;
 pub mod format;
@@ -46,7 +45,7 @@ pub(crate) fn plugin(app: &mut App) {
                     .in_set(SimSystems::Act)
                     .after(ActSystems::Transmit)
                     .before(ActSystems::Actuate),
-                inputs::sends_before_delivery.in_set(SimSystems::Physics).after(PhysicsSet::Writeback),
+                inputs::sends_before_delivery.after(SimSystems::Act).before(SimSystems::Communicate),
             ),
         )
         .init_resource::<viewer::ViewerControl>()

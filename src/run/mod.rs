@@ -11,6 +11,7 @@ pub mod headless;
 pub mod hot_reload;
 pub mod load;
 pub mod physics;
+pub mod physics_step;
 pub mod report;
 pub mod signals;
 pub mod until;

@@ -56,6 +56,16 @@ pub(super) fn plugin(app: &mut App) {
             app.remove_systems_in_set(FixedUpdate, writeback_rigid_bodies, ScheduleCleanupPolicy::RemoveSystemsOnly),
             "writeback",
         ),
+        // Rapier's step starts before the radio and, in a large world, runs on a thread of its
+        // own (`super::physics_step`).
+        (
+            app.remove_systems_in_set(
+                FixedUpdate,
+                bevy_rapier2d::plugin::systems::step_simulation::<NoUserData>,
+                ScheduleCleanupPolicy::RemoveSystemsOnly,
+            ),
+            "step",
+        ),
         // bevy_rapier re-derives every collider's scale from its `GlobalTransform` whenever that
         // changes: a matrix decomposition per moving body per step. crsim's bodies keep scale 1
         // (the world is rebuilt when an item is resized), so the scale is applied when a collider
@@ -73,6 +83,7 @@ pub(super) fn plugin(app: &mut App) {
     }
     // Bodies spawned other than through `init_body` get one too: their first push then puts
     // their pose into rapier again.
+    super::physics_step::plugin(app);
     app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
     app.add_systems(
         FixedUpdate,

@@ -4,8 +4,9 @@
 //! trajectory hash, the stable robot order and the registry of report sections.
 //!
 //! Every simulation system runs in `FixedUpdate`, one step of the scene's `dt`, in six chained
-//! stages. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`. The step itself never
-//! looks at the wall clock.
+//! stages. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`; in a large world its
+//! work starts before the radio's ([`PhysicsStart`]) and runs on a thread of its own meanwhile.
+//! The step itself never looks at the wall clock.
 
 use bevy::ecs::batching::BatchingStrategy;
 use bevy::ecs::query::{IterQueryData, QueryFilter, QueryItem};
@@ -34,10 +35,12 @@ pub enum SimSystems {
     Think,
     /// Decisions become actuator commands (wheel speeds, gripper).
     Act,
-    /// Rapier steps once with exactly `dt`.
-    Physics,
-    /// The communication model delivers messages whose receive step has come.
+    /// The communication model delivers messages whose receive step has come; a send's range is
+    /// measured from where the robots were when it was sent, before the physics step moves them.
     Communicate,
+    /// Rapier steps once with exactly `dt` (the bodies took the act stage's commands in
+    /// [`PhysicsStart`], before the radio), and the world takes the bodies' new poses.
+    Physics,
     /// Metrics, trajectory hash, the watchdog.
     Record,
 }
@@ -71,6 +74,19 @@ pub enum ActSystems {
     Transmit,
     /// The actuators take their commands: gripper, drive, battery.
     Actuate,
+}
+
+/// Between [`SimSystems::Act`] and [`SimSystems::Communicate`]: the bodies take the act stage's
+/// commands (bevy_rapier's `PhysicsSet::SyncBackend`), then rapier's step starts. In a large world
+/// it runs on a thread of its own while the radio delivers (the radio moves no body and rapier
+/// reads nothing the radio writes), and [`SimSystems::Physics`] waits for it; otherwise it runs
+/// there.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PhysicsStart {
+    /// Bevy → rapier: the bodies' commands, poses and changes.
+    Sync,
+    /// Rapier's step is handed to its thread.
+    Launch,
 }
 
 /// Scene loading and the servers outside the step, in `PreUpdate`, every frame.
@@ -252,8 +268,8 @@ pub(super) fn plugin(app: &mut App) {
                 SimSystems::Sense,
                 SimSystems::Think,
                 SimSystems::Act,
-                SimSystems::Physics,
                 SimSystems::Communicate,
+                SimSystems::Physics,
                 SimSystems::Record,
             )
                 .chain(),
@@ -269,8 +285,10 @@ pub(super) fn plugin(app: &mut App) {
         )
         .configure_sets(
             FixedUpdate,
-            (PhysicsSet::SyncBackend, PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSystems::Physics),
+            (PhysicsStart::Sync, PhysicsStart::Launch).chain().after(SimSystems::Act).before(SimSystems::Communicate),
         )
+        .configure_sets(FixedUpdate, PhysicsSet::SyncBackend.in_set(PhysicsStart::Sync))
+        .configure_sets(FixedUpdate, (PhysicsSet::StepSimulation, PhysicsSet::Writeback).in_set(SimSystems::Physics))
         .configure_sets(
             PreUpdate,
             (LoadSystems::Load, LoadSystems::React, LoadSystems::Rejoin, LoadSystems::Serve).chain(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::PhysicsSet;
 
-use super::{ActSystems, SenseSystems, SimSystems, ThinkSystems};
+use super::{ActSystems, PhysicsStart, SenseSystems, SimSystems, ThinkSystems};
 
 /// The timed parts of a step, in the order they run.
 pub const STAGES: [&str; 13] = [
@@ -20,9 +20,9 @@ pub const STAGES: [&str; 13] = [
     "transmit",
     "actuate",
     "physics_sync",
+    "communicate",
     "physics_step",
     "physics_writeback",
-    "communicate",
     "record",
 ];
 
@@ -73,11 +73,13 @@ pub fn plugin(app: &mut App) {
             mark::<5>.after(SimSystems::Think).before(ActSystems::Skills),
             mark::<6>.after(ActSystems::Skills).before(ActSystems::Transmit),
             mark::<7>.after(ActSystems::Transmit).before(ActSystems::Actuate),
-            mark::<8>.after(SimSystems::Act).before(PhysicsSet::SyncBackend),
-            mark::<9>.after(PhysicsSet::SyncBackend).before(PhysicsSet::StepSimulation),
-            mark::<10>.after(PhysicsSet::StepSimulation).before(PhysicsSet::Writeback),
-            mark::<11>.after(SimSystems::Physics).before(SimSystems::Communicate),
-            mark::<12>.after(SimSystems::Communicate).before(SimSystems::Record),
+            mark::<8>.after(SimSystems::Act).before(PhysicsStart::Sync),
+            // Rapier's step has started (on its own thread in a large world) when the radio's
+            // stage begins; `physics_step` is then what is left of it.
+            mark::<9>.after(PhysicsStart::Launch).before(SimSystems::Communicate),
+            mark::<10>.after(SimSystems::Communicate).before(PhysicsSet::StepSimulation),
+            mark::<11>.after(PhysicsSet::StepSimulation).before(PhysicsSet::Writeback),
+            mark::<12>.after(SimSystems::Physics).before(SimSystems::Record),
             mark::<13>.after(SimSystems::Record),
         ),
     );
