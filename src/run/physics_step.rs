@@ -25,9 +25,9 @@ pub const OFF_THREAD_FROM: usize = 1024;
 /// The physics thread pays only when the systems that run beside it take about this long or
 /// more: rapier then reads and writes its bodies on one core while the simulation's thread synced
 /// them on the other and will write them back, and the radio's passes share the cores with it.
-/// Measured with `crsim bench` at 10,000 robots: the plain bench (its radio idle) was up to 10%
+/// Measured with `crsim bench` at 10,000 robots: the plain bench (its radio idle) was 1–17%
 /// slower with the step always on the thread; `--network` (its radio 0.8 ms a step) level within
-/// the noise (−16% to +5%, four pairs); `--comms` (its radio 6 ms) 8–16% faster.
+/// the noise (−16% to +5%, four pairs); `--comms` (its radio 6–7 ms) 2–16% faster.
 pub const OFF_THREAD_FOR: Duration = Duration::from_micros(1000);
 
 /// Where rapier's step runs. Every choice gives the same step, bit for bit.
