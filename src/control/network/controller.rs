@@ -137,6 +137,11 @@ impl NetworkController {
         })
     }
 
+    /// Whether it keeps any claim heard (none: no pen yields to a claim).
+    pub fn hears_claims(&self) -> bool {
+        !self.claims.is_empty()
+    }
+
     /// Takes the claims heard over the radio this step (sender, pen, sender's distance to it)
     /// and forgets those that lapsed.
     pub fn hear_claims(&mut self, heard: impl IntoIterator<Item = (Arc<str>, Arc<str>, f32)>, now: u64) {
@@ -164,9 +169,17 @@ impl NetworkController {
     /// (nearest first; `fresh` when the picture was taken this step): the one already tracked
     /// while it is in view, else the nearest one this robot need not yield; a pen a closer robot
     /// claimed is given up at once. A subject not seen for `forget_after` steps is forgotten.
-    pub fn choose_subject(&mut self, kind: SubjectKind, seen: &[Candidate], me: &str, now: u64, fresh: bool) {
+    pub fn choose_subject(
+        &mut self,
+        kind: SubjectKind,
+        seen: &[Candidate],
+        pose: (Vec2, f32),
+        me: &str,
+        now: u64,
+        fresh: bool,
+    ) {
         let slot = kind as usize;
-        let mut choice: Option<(Entity, Vec2)> = None;
+        let mut choice: Option<&Candidate> = None;
         let mut keep_current = false;
         for s in seen {
             let current = self.tracked[slot].as_ref().is_some_and(|t| t.entity == s.entity);
@@ -181,15 +194,16 @@ impl NetworkController {
                 continue;
             }
             if current {
-                choice = Some((s.entity, s.position));
+                choice = Some(s);
                 keep_current = true;
                 break;
             }
             if choice.is_none() {
-                choice = Some((s.entity, s.position));
+                choice = Some(s);
             }
         }
-        if fresh && let Some((entity, position)) = choice {
+        if fresh && let Some(s) = choice {
+            let (entity, position) = (s.entity, s.position(pose));
             if !keep_current && kind == SubjectKind::Pen {
                 self.claimed = None;
             }
@@ -286,11 +300,19 @@ impl NetworkController {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate<'a> {
     pub entity: Entity,
-    /// The pen's name, for claims (pens only).
+    /// The pen's name, for claims (pens only; left out while no claim is heard).
     pub pen: Option<&'a str>,
     pub distance: f32,
-    /// Where it is, world coordinates.
-    pub position: Vec2,
+    /// Its bearing from the robot's heading, radians (where it is follows from the robot's pose:
+    /// worked out only for the one chosen).
+    pub bearing: f32,
+}
+
+impl Candidate<'_> {
+    /// Where it is, world coordinates, seen from `pose` (position, heading).
+    pub fn position(&self, (at, heading): (Vec2, f32)) -> Vec2 {
+        at + Vec2::from_angle(heading + self.bearing) * self.distance
+    }
 }
 
 /// Within this of the box last seen the search takes over, metres.
@@ -446,16 +468,19 @@ pub(in crate::control) fn think<'w>(
             nc.pen_taken_by_another();
         }
 
-        // Subjects follow the camera's latest picture.
+        // Subjects follow the camera's latest picture. (A pen's name is looked up only when a
+        // claim could be on it.)
+        let claims = nc.hears_claims();
         for kind in SubjectKind::ALL {
             seen.clear();
+            let named = kind == SubjectKind::Pen && claims;
             seen.extend(view.seen.iter().filter(|s| subject_of(s.kind) == Some(kind)).map(|s| Candidate {
                 entity: s.entity,
-                pen: (kind == SubjectKind::Pen).then(|| names.get_inner(s.entity).ok().map(Name::as_str)).flatten(),
+                pen: named.then(|| names.get_inner(s.entity).ok().map(Name::as_str)).flatten(),
                 distance: s.distance,
-                position: pos + Vec2::from_angle(heading + s.bearing) * s.distance,
+                bearing: s.bearing,
             }));
-            nc.choose_subject(kind, seen, me, now, view.step == now);
+            nc.choose_subject(kind, seen, (pos, heading), me, now, view.step == now);
         }
 
         // Announce the pen it goes for.
@@ -524,6 +549,7 @@ mod tests {
     use super::*;
     use crate::scene::network::default_network;
     use crate::sim::rng::stream;
+    use std::f32::consts::FRAC_PI_2;
 
     fn controller() -> NetworkController {
         controller_in(&crate::scene::schema::SceneFile::empty("t", 6.0, 4.0))
@@ -540,8 +566,11 @@ mod tests {
         Entity::from_raw_u32(i).unwrap()
     }
 
+    /// The robot's pose in the choices below: at the origin, facing +x.
+    const POSE: (Vec2, f32) = (Vec2::ZERO, 0.0);
+
     fn pen(i: u32, name: &'static str, distance: f32) -> Candidate<'static> {
-        Candidate { entity: entity(i), pen: Some(name), distance, position: Vec2::new(distance, 0.0) }
+        Candidate { entity: entity(i), pen: Some(name), distance, bearing: 0.0 }
     }
 
     fn tracked_pen(nc: &NetworkController) -> Option<Entity> {
@@ -552,18 +581,18 @@ mod tests {
     fn the_nearest_pen_no_closer_robot_claimed_is_chosen() {
         let mut nc = controller();
         nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.5)], 10);
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0), pen(2, "p2", 1.5)], "a", 10, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0), pen(2, "p2", 1.5)], POSE, "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(2)), "p1 is b's: it is nearer");
         // A claim from farther away does not take the pen; a tie goes to the smaller name.
         let mut nc = controller();
         nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 2.0)], 10);
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
         let mut nc = controller();
         nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 1.0)], 10);
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 10, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 10, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)), "a < b");
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "c", 10, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "c", 10, true);
         assert_eq!(tracked_pen(&nc), None, "b < c: c gives it up");
     }
 
@@ -622,42 +651,44 @@ mod tests {
         let mut nc = controller();
         nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.1)], 0);
         nc.hear_claims([], CLAIM_LIFETIME + 1);
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", CLAIM_LIFETIME + 1, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", CLAIM_LIFETIME + 1, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
     }
 
     #[test]
     fn a_tracked_pen_is_given_up_at_once_and_counted() {
         let mut nc = controller();
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 5, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 5, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
         nc.hear_claims([(Arc::from("b"), Arc::from("p1"), 0.2)], 6);
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 0.9)], "a", 6, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 0.9)], POSE, "a", 6, true);
         assert_eq!((tracked_pen(&nc), nc.stats.yielded), (None, 1));
     }
 
     #[test]
     fn the_tracked_object_is_kept_in_view_and_forgotten_out_of_view() {
         let mut nc = controller();
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 0, true);
         // A nearer pen comes into view: the one it goes for stays its subject.
-        nc.choose_subject(SubjectKind::Pen, &[pen(2, "p2", 0.3), pen(1, "p1", 0.9)], "a", 1, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(2, "p2", 0.3), pen(1, "p1", 0.9)], POSE, "a", 1, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
         // Out of view: remembered for forget_after steps, then forgotten.
-        nc.choose_subject(SubjectKind::Pen, &[], "a", 26, true);
+        nc.choose_subject(SubjectKind::Pen, &[], POSE, "a", 26, true);
         assert_eq!(tracked_pen(&nc), Some(entity(1)));
-        nc.choose_subject(SubjectKind::Pen, &[], "a", 27, true);
+        nc.choose_subject(SubjectKind::Pen, &[], POSE, "a", 27, true);
         assert_eq!(tracked_pen(&nc), None);
         // A box seen is remembered as the place to bring pens to.
-        let b = Candidate { entity: entity(9), pen: None, distance: 2.0, position: Vec2::new(3.0, 1.0) };
-        nc.choose_subject(SubjectKind::Box, &[b], "a", 30, true);
-        assert_eq!(nc.known_box, Some(Vec2::new(3.0, 1.0)));
+        // (Seen from (1, 1) facing +y, 2 m away a quarter turn to the right: at (3, 1).)
+        let b = Candidate { entity: entity(9), pen: None, distance: 2.0, bearing: -FRAC_PI_2 };
+        nc.choose_subject(SubjectKind::Box, &[b], (Vec2::ONE, FRAC_PI_2), "a", 30, true);
+        let seen_at = nc.known_box.unwrap();
+        assert!(seen_at.distance(Vec2::new(3.0, 1.0)) < 1e-6, "{seen_at}");
     }
 
     #[test]
     fn a_pen_taken_by_another_counts_as_contested() {
         let mut nc = controller();
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 0, true);
         nc.pen_taken_by_another();
         assert_eq!((tracked_pen(&nc), nc.stats.contested), (None, 1));
     }
@@ -665,7 +696,7 @@ mod tests {
     #[test]
     fn claims_are_announced_on_choosing_and_every_claim_period() {
         let mut nc = controller();
-        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], "a", 0, true);
+        nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 0, true);
         // Let the network make Pen lead.
         let percepts = Percepts {
             power: 0.9,
