@@ -37,6 +37,8 @@ pub enum SimSystems {
     Act,
     /// The communication model delivers messages whose receive step has come; a send's range is
     /// measured from where the robots were when it was sent, before the physics step moves them.
+    /// Rapier's world may be out being stepped meanwhile ([`PhysicsStart`]): systems here must
+    /// not read it.
     Communicate,
     /// Rapier steps once with exactly `dt` (the bodies took the act stage's commands in
     /// [`PhysicsStart`], before the radio), and the world takes the bodies' new poses.
