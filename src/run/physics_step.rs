@@ -67,6 +67,7 @@ struct Job {
 /// handed and not yet given back.
 #[derive(Resource, Default)]
 pub struct StepThread {
+    /// Where rapier's step runs ([`OffThread::Auto`] unless a test or a caller says otherwise).
     pub policy: OffThread,
     worker: Option<Worker>,
     /// When the step was launched, and how long the systems between its launch and its finish
