@@ -81,9 +81,9 @@ pub(super) fn plugin(app: &mut App) {
     ] {
         debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
     }
+    super::physics_step::plugin(app);
     // Bodies spawned other than through `init_body` get one too: their first push then puts
     // their pose into rapier again.
-    super::physics_step::plugin(app);
     app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
     app.add_systems(
         FixedUpdate,
