@@ -45,6 +45,18 @@ pub enum OffThread {
     Never,
 }
 
+impl OffThread {
+    /// Whether a step of a world of `bodies` goes to the physics thread, with `threads` for the
+    /// passes and the systems beside the step having taken `beside` the step before.
+    pub fn goes_off(self, threads: usize, bodies: usize, beside: Duration) -> bool {
+        match self {
+            OffThread::Auto => threads > 1 && bodies >= OFF_THREAD_FROM && beside >= OFF_THREAD_FOR,
+            OffThread::Always => true,
+            OffThread::Never => false,
+        }
+    }
+}
+
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<StepThread>().add_systems(
         FixedUpdate,
@@ -165,13 +177,7 @@ fn launch_step(
     for (context, mut simulation, mut colliders, mut joints, mut bodies, config) in &mut contexts {
         let off = config.physics_pipeline_active
             && events.is_empty()
-            && match thread.policy {
-                OffThread::Auto => {
-                    passes.threads > 1 && bodies.bodies.len() >= OFF_THREAD_FROM && thread.beside >= OFF_THREAD_FOR
-                }
-                OffThread::Always => true,
-                OffThread::Never => false,
-            };
+            && thread.policy.goes_off(passes.threads, bodies.bodies.len(), thread.beside);
         if off && thread.worker.is_none() {
             match Worker::start() {
                 Ok(worker) => thread.worker = Some(worker),
@@ -240,5 +246,25 @@ fn finish_step(
         let events = Some((&collisions, &forces));
         step(&mut simulation, &mut colliders, &mut joints, &mut bodies, config.gravity, *mode, events);
         simulation.send_bevy_events(&mut collisions, &mut forces);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_goes_off_the_simulations_thread_only_when_it_can_hide_there() {
+        let (long, short) = (OFF_THREAD_FOR, OFF_THREAD_FOR - Duration::from_micros(1));
+        let auto = |threads, bodies, beside| OffThread::Auto.goes_off(threads, bodies, beside);
+        assert!(auto(2, OFF_THREAD_FROM, long));
+        assert!(auto(8, 100_000, Duration::from_millis(50)));
+        // One thread, a small world, or too little beside it: on the simulation's thread.
+        assert!(!auto(1, 100_000, long));
+        assert!(!auto(2, OFF_THREAD_FROM - 1, long));
+        assert!(!auto(2, 100_000, short));
+        assert!(!auto(2, 100_000, Duration::ZERO));
+        assert!(OffThread::Always.goes_off(1, 0, Duration::ZERO));
+        assert!(!OffThread::Never.goes_off(8, 100_000, Duration::from_secs(1)));
     }
 }
