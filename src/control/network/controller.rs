@@ -441,8 +441,9 @@ pub(in crate::control) fn think<'w>(
     kinds: Query<&Seeable>,
 ) {
     let now = time.step;
-    // `seen` is each chunk's scratch list of candidates, reused from robot to robot.
-    let think_one = |seen: &mut Vec<Candidate<'w>>, item: ThinkItem| {
+    // `seen` is each chunk's scratch lists of candidates, one per subject kind, reused from robot
+    // to robot.
+    let think_one = |seen: &mut [Vec<Candidate<'w>>; 3], item: ThinkItem| {
         let (
             entity,
             name,
@@ -471,16 +472,19 @@ pub(in crate::control) fn think<'w>(
         // Subjects follow the camera's latest picture. (A pen's name is looked up only when a
         // claim could be on it.)
         let claims = nc.hears_claims();
-        for kind in SubjectKind::ALL {
-            seen.clear();
+        seen.iter_mut().for_each(Vec::clear);
+        for s in &view.seen {
+            let Some(kind) = subject_of(s.kind) else { continue };
             let named = kind == SubjectKind::Pen && claims;
-            seen.extend(view.seen.iter().filter(|s| subject_of(s.kind) == Some(kind)).map(|s| Candidate {
+            seen[kind as usize].push(Candidate {
                 entity: s.entity,
                 pen: named.then(|| names.get_inner(s.entity).ok().map(Name::as_str)).flatten(),
                 distance: s.distance,
                 bearing: s.bearing,
-            }));
-            nc.choose_subject(kind, seen, (pos, heading), me, now, view.step == now);
+            });
+        }
+        for kind in SubjectKind::ALL {
+            nc.choose_subject(kind, &seen[kind as usize], (pos, heading), me, now, view.step == now);
         }
 
         // Announce the pen it goes for.
@@ -541,7 +545,7 @@ pub(in crate::control) fn think<'w>(
             request.0 = Some(facade);
         }
     };
-    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, think_one);
+    passes.each_mut_with(order.0.len(), &mut robots, Default::default, think_one);
 }
 
 #[cfg(test)]
