@@ -422,8 +422,8 @@ type DiscBodies<'w, 's> = Query<
     Without<ColliderDisabled>,
 >;
 
-/// After the physics step: the discs where the step left them, for the radio now and the
-/// sensors of the next step.
+/// After the physics step: the discs where the step left them, for the sensors of the next
+/// step (the radio, which delivers before the physics step, keeps a grid of its own).
 pub(super) fn index_after_physics(
     mut index: ResMut<SpatialIndex>,
     arena: Res<Arena>,

@@ -443,7 +443,7 @@ pub(in crate::control) fn think<'w>(
     let now = time.step;
     // `seen` is each chunk's scratch lists of candidates, one per subject kind, reused from robot
     // to robot.
-    let think_one = |seen: &mut [Vec<Candidate<'w>>; 3], item: ThinkItem| {
+    let think_one = |seen: &mut [Vec<Candidate<'w>>; SubjectKind::ALL.len()], item: ThinkItem| {
         let (
             entity,
             name,
