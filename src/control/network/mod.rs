@@ -20,7 +20,7 @@ pub mod navigation;
 pub mod units;
 
 pub use crate::scene::network::{NetworkStructure, default_network, parse_network};
-pub use controller::{CollectStats, NetworkAttach, NetworkController, SceneBlueprint, Situation};
+pub use controller::{CollectStats, NetworkAttach, NetworkController, Pursuing, SceneBlueprint, Situation};
 pub use graph::{Catalog, Network, Node, NodeId, Signal, weighted_mean};
 pub use navigation::StationMap;
 pub use units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind};
@@ -57,12 +57,12 @@ fn reset_progress(mut progress: ResMut<CollectProgress>) {
 fn record_progress(
     time: Res<SimTime>,
     pens: Query<Has<Boxed>, With<Pen>>,
-    collectors: Query<&NetworkController>,
+    collectors: Query<&Pursuing, With<NetworkController>>,
     mut progress: ResMut<CollectProgress>,
 ) {
     let mut targets = std::mem::take(&mut progress.targets);
     targets.clear();
-    targets.extend(collectors.iter().filter_map(|nc| nc.pursuing));
+    targets.extend(collectors.iter().filter_map(|p| p.0));
     targets.sort_unstable();
     let distinct = targets.chunk_by(|a, b| a == b).count();
     progress.duplicate_steps += (targets.len() - distinct) as u64;
