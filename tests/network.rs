@@ -7,7 +7,7 @@ mod common;
 use bevy::prelude::*;
 
 use common::{named, scene_path};
-use crsim::control::network::{CollectProgress, NetworkController, SubjectKind, dump_network};
+use crsim::control::network::{CollectProgress, NetworkController, Pursuing, SubjectKind, dump_network};
 use crsim::robot::{Battery, PowerSensor};
 use crsim::run::headless::{headless_app, run_steps};
 use crsim::run::report::build_report;
@@ -112,25 +112,26 @@ fn charging_takes_over_at_low_power_and_collecting_resumes() {
     assert_eq!(app.world().get::<Battery>(alpha).unwrap().depletions, 0);
 }
 
-/// Two collectors see the same pen; the nearer is 0.6 m from it, the other 0.9 m. With the
-/// radio, the farther one hears the nearer one's claim and gives the pen up; with the link off
-/// both go for it until one has it.
+/// Two collectors that see the same pen: the nearer is 0.6 m from it, the other 0.9 m.
+fn two_after_one_pen(link: bool) -> SceneFile {
+    let mut s = SceneFile::empty("claims", 3.0, 2.0);
+    s.comms.link = link;
+    s.pens.push(PenSpec { name: "pen".into(), pos: (1.5, 1.0), radius: 0.02 });
+    s.boxes.push(BoxSpec { name: "box".into(), center: (2.7, 1.7), size: (0.4, 0.4), angle: 0.0 });
+    let mut near = RobotSpec::new("near", 0.9, 1.0, 0.0);
+    near.controller = ControllerSpec::network();
+    let mut far = RobotSpec::new("far", 1.5, 0.1, 90.0);
+    far.controller = ControllerSpec::network();
+    s.robots = vec![near, far];
+    s
+}
+
+/// With the radio, the farther of two collectors hears the nearer one's claim and gives the pen
+/// up; with the link off both go for it until one has it.
 #[test]
 fn collectors_announce_their_pen_and_others_pick_another() {
-    let scene = |link: bool| {
-        let mut s = SceneFile::empty("claims", 3.0, 2.0);
-        s.comms.link = link;
-        s.pens.push(PenSpec { name: "pen".into(), pos: (1.5, 1.0), radius: 0.02 });
-        s.boxes.push(BoxSpec { name: "box".into(), center: (2.7, 1.7), size: (0.4, 0.4), angle: 0.0 });
-        let mut near = RobotSpec::new("near", 0.9, 1.0, 0.0);
-        near.controller = ControllerSpec::network();
-        let mut far = RobotSpec::new("far", 1.5, 0.1, 90.0);
-        far.controller = ControllerSpec::network();
-        s.robots = vec![near, far];
-        s
-    };
     let run = |link: bool| {
-        let mut app = headless_app(scene(link), SceneSource::Generated);
+        let mut app = headless_app(two_after_one_pen(link), SceneSource::Generated);
         let far = named(&mut app, "far");
         run_steps(&mut app, 150);
         let duplicate = app.world().resource::<CollectProgress>().duplicate_steps;
@@ -143,6 +144,37 @@ fn collectors_announce_their_pen_and_others_pick_another() {
     assert_eq!(without.yielded, 0);
     assert_eq!(without.claims_sent.min(1), 1, "far claims the pen too, unheard");
     assert!(dup_off > dup_radio + 10, "duplicated pursuit: {dup_off} robot-steps without radio, {dup_radio} with");
+}
+
+/// A step in which two network robots go for the same pen (each robot's `Pursuing`) counts once
+/// in the duplicated pursuit; a robot that no longer thinks with the network is not counted,
+/// whatever its `Pursuing` last said.
+#[test]
+fn robots_after_the_same_pen_count_while_they_think_with_the_network() {
+    let mut app = headless_app(two_after_one_pen(false), SceneSource::Generated);
+    let (near, far, pen) = (named(&mut app, "near"), named(&mut app, "far"), named(&mut app, "pen"));
+    let after = |app: &App, e: Entity| app.world().get::<Pursuing>(e).copied();
+    let duplicate = |app: &App| app.world().resource::<CollectProgress>().duplicate_steps;
+    let mut both = None;
+    for step in 0..150 {
+        let before = duplicate(&app);
+        run_steps(&mut app, 1);
+        let (a, b) = (after(&app, near), after(&app, far));
+        let counted = duplicate(&app) - before;
+        if a == Some(Pursuing(Some(pen))) && b == a {
+            assert_eq!(counted, 1, "step {step}: both after the pen count once");
+            both = Some(step);
+            break;
+        }
+        assert_eq!(counted, 0, "step {step}: {a:?} {b:?}");
+    }
+    assert!(both.is_some(), "without the radio both go for the pen");
+    app.world_mut().entity_mut(far).remove::<NetworkController>();
+    let before = duplicate(&app);
+    run_steps(&mut app, 1);
+    assert_eq!(after(&app, far), Some(Pursuing(Some(pen))), "far's last word stays on it");
+    assert_eq!(after(&app, near), Some(Pursuing(Some(pen))), "near still goes for it");
+    assert_eq!(duplicate(&app), before, "but far thinks with the network no more");
 }
 
 #[test]
