@@ -108,7 +108,7 @@ pub struct NetworkController {
 /// The pen a network robot is going for this step: the tracked pen while it holds none and Pen
 /// leads. A component of its own, not a field of the controller, so that counting the robots
 /// after the same pen each step reads a few bytes per robot rather than a cache line of each
-/// controller (0.2 ms a step at 10,000 robots).
+/// controller (reading the controllers took 0.17–0.21 ms a step at 10,000 robots).
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pursuing(pub Option<Entity>);
 
