@@ -956,3 +956,55 @@ fn a_loaded_scene_leaves_no_emptied_table_holding_room_for_its_robots(mode: Phys
         }
     }
 }
+
+/// Keeps the events of every step a recording gets.
+struct EventSink(std::sync::Arc<std::sync::Mutex<Vec<(u64, String)>>>);
+
+impl crsim::record::Sink for EventSink {
+    fn write(&mut self, record: &std::sync::Arc<crsim::record::format::Record>) -> Result<(), String> {
+        if let crsim::record::format::Body::Events(e) = &record.body {
+            self.0.lock().unwrap().extend(e.events.iter().map(|ev| (e.step, ev.to_string())));
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _: &crsim::record::format::EndMeta) -> Result<(), String> {
+        Ok(())
+    }
+    fn name(&self) -> String {
+        "events".into()
+    }
+}
+
+#[test]
+fn the_recorder_observes_skills_only_while_it_records_from_its_first_step_on() {
+    use crsim::record::{Recorder, SkillObserver};
+    let mut app = app(gripper_scene());
+    let r = named(&mut app, "r");
+    let observers =
+        |app: &mut App| app.world_mut().query_filtered::<(), With<SkillObserver>>().iter(app.world()).count();
+    run_steps(&mut app, 2);
+    assert_eq!(observers(&mut app), 0, "nothing records, nothing observes skills");
+    // Started while nothing records: announced to no one.
+    command(&mut app, r, 0.1, false);
+    run_steps(&mut app, 1);
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(EventSink(events.clone())));
+    command(&mut app, r, 0.2, false);
+    run_steps(&mut app, 1);
+    assert_eq!(observers(&mut app), 2);
+    // Every note of the first step recorded, in order: the observers were there before the skills ran.
+    let got = std::mem::take(&mut *events.lock().unwrap());
+    let expected = [
+        "r: Velocity (move) replaced",
+        "r started Velocity (move)",
+        "r started Release (grip)",
+        "r: Release (grip) completed",
+    ];
+    assert_eq!(got, expected.map(|e| (3, e.to_string())));
+    app.world_mut().resource_mut::<Recorder>().finish(false);
+    run_steps(&mut app, 1);
+    assert_eq!(observers(&mut app), 0, "the recording ended");
+    command(&mut app, r, 0.3, false);
+    run_steps(&mut app, 1);
+    assert!(events.lock().unwrap().is_empty(), "nothing is recorded once the recording ended");
+}

@@ -34,10 +34,9 @@ pub(crate) fn plugin(app: &mut App) {
     app.init_resource::<Recorder>()
         .init_resource::<InputLog>()
         .init_resource::<PenOrder>()
-        .add_observer(capture::skill_started)
-        .add_observer(capture::skill_completed)
         .add_systems(PreUpdate, on_scene_loaded.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
         .add_systems(FixedFirst, (follow_recorder, inputs::params_at_step_start).chain())
+        .add_systems(FixedFirst, observe_skills_while_recording)
         .add_systems(
             FixedUpdate,
             (
@@ -109,6 +108,27 @@ fn follow_recorder(rec: Res<Recorder>, mut log: ResMut<InputLog>) {
     let want = if rec.active() { InputMode::Record } else { InputMode::Off };
     if log.mode != InputMode::Replay && log.mode != want {
         *log = InputLog::new(want);
+    }
+}
+
+/// Marks the recorder's observers of skills.
+#[derive(Component)]
+pub struct SkillObserver;
+
+/// The recorder observes skills only while it records, from the first step it records: with no
+/// observer, the skills' notes are not announced at all (see `skills::announce`).
+fn observe_skills_while_recording(
+    rec: Res<Recorder>,
+    observers: Query<Entity, With<SkillObserver>>,
+    mut commands: Commands,
+) {
+    match (rec.active(), observers.is_empty()) {
+        (true, true) => {
+            commands.spawn((Observer::new(capture::skill_started), SkillObserver));
+            commands.spawn((Observer::new(capture::skill_completed), SkillObserver));
+        }
+        (false, false) => observers.iter().for_each(|e| commands.entity(e).despawn()),
+        _ => {}
     }
 }
 

@@ -94,19 +94,39 @@ fn stop_on_link_drop(
     let ctx = SkillContext::at_rest(executor.0.period);
     let mut notes = Vec::new();
     executor.0.clear(&ctx, &mut outbox.commands, &mut notes);
-    announce(&mut commands, changed.bot, notes);
+    announce(&mut commands, notes.into_iter().map(|note| (changed.bot, note)).collect());
 }
 
-/// Triggers the observer events for what an executor reported.
-fn announce(commands: &mut Commands, bot: Entity, notes: impl IntoIterator<Item = SkillNote>) {
-    for note in notes {
-        match note {
-            SkillNote::Started { group, skill } => commands.trigger(SkillStarted { bot, group, skill }),
-            SkillNote::Completed { group, skill, replaced } => {
-                commands.trigger(SkillCompleted { bot, group, skill, replaced })
+/// Triggers the observer events for what the executors reported, in order, as one command
+/// applied where the commands of the system that reported them are. Nothing is triggered when
+/// nothing observes skills (the recorder observes them only while it records): a robot's skill
+/// starts and ends thousands of times a step in a large swarm, and triggering each costs a
+/// command and an observer lookup.
+fn announce(commands: &mut Commands, notes: Vec<(Entity, SkillNote)>) {
+    if notes.is_empty() {
+        return;
+    }
+    commands.queue(move |world: &mut World| {
+        if !observed::<SkillStarted>(world) && !observed::<SkillCompleted>(world) {
+            return;
+        }
+        for (bot, note) in notes {
+            match note {
+                SkillNote::Started { group, skill } => world.trigger(SkillStarted { bot, group, skill }),
+                SkillNote::Completed { group, skill, replaced } => {
+                    world.trigger(SkillCompleted { bot, group, skill, replaced })
+                }
             }
         }
-    }
+    });
+}
+
+/// Whether an observer watches `E` (skill events are global: no entity observes them).
+fn observed<E: Event>(world: &World) -> bool {
+    world
+        .event_key::<E>()
+        .and_then(|key| world.observers().try_get_observers(key))
+        .is_some_and(|o| !o.global_observers().is_empty())
 }
 
 fn run_executors(
@@ -161,10 +181,10 @@ fn run_executors(
         }
     });
     // Announced in the query's order, as when the robots ran in turn.
+    let mut all = Vec::new();
     for (entity, _, _, _, (_, _, _, mut notes)) in &mut robots {
-        if !notes.0.is_empty() {
-            announce(&mut commands, entity, notes.0.drain(..));
-        }
+        all.extend(notes.0.drain(..).map(|note| (entity, note)));
     }
+    announce(&mut commands, all);
     *was_engaged = engaged;
 }
