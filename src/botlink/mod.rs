@@ -140,41 +140,44 @@ pub const RECENT_COMMANDS: usize = 8;
 
 /// A robot's connection: as the bot manager sees a bot it drives, or as an external robot sees
 /// its outside controller.
+/// Laid out in the order written (`repr(C)`): what the exchange's pass reads and writes for every
+/// bot every step comes first, so that pass touches the first two cache lines of a link.
 #[derive(Component, Debug, Clone)]
+#[repr(C)]
 pub struct BotLink {
     pub state: LinkState,
-    /// The robot's index in the scene: its bot id in packets.
-    pub index: u32,
-    /// Driven from outside crsim (over UDP) rather than by an internal controller.
-    pub external: bool,
     /// Driven by a crsim controller through the bot manager (every robot but external ones,
     /// and those beyond the 65,535 bot ids the packets address).
     pub managed: bool,
-    /// An outside bot's address.
-    pub outside: Option<SocketAddr>,
+    /// Driven from outside crsim (over UDP) rather than by an internal controller.
+    pub external: bool,
+    /// An outside bot whose answers did not come within the reply timeout, until it answers.
+    pub lagging: bool,
+    /// A status arrived that the pose of an outside bot has not taken yet.
+    pub fresh_status: bool,
+    /// The robot's index in the scene: its bot id in packets.
+    pub index: u32,
     /// Seconds of simulated time without a packet before an online link drops to connecting.
     pub watchdog: f32,
     /// Simulated time of the last packet from the other end.
     pub last_packet_s: f64,
-    /// The last commands transmitted to the robot, newest last.
-    pub recent: VecDeque<SentCommand>,
     pub packets_sent: u64,
-    /// The robot's name as last announced, to notice renames.
-    pub announced_name: String,
     /// The latest moving commands the controller gave (the multicast delegate's entry).
     pub command: UpdateSlot,
+    /// An outside bot's address.
+    pub outside: Option<SocketAddr>,
+    /// The manager's counters for this bot (`sent.update_all` counts every round).
+    pub counters: LinkCounters,
+    /// The last commands transmitted to the robot, newest last.
+    pub recent: VecDeque<SentCommand>,
+    /// The robot's name as last announced, to notice renames.
+    pub announced_name: String,
     /// Motor parameters saved for the bot, sent by unicast when it connects: m/s, rad/s.
     pub motor: (f32, f32),
-    /// The manager's counters for this bot.
-    pub counters: LinkCounters,
     /// The bot's last status.
     pub last_status: Option<Status>,
-    /// A status arrived that the pose of an outside bot has not taken yet.
-    pub fresh_status: bool,
     /// The last problem with this bot (a send that failed, a malformed answer).
     pub last_error: Option<String>,
-    /// An outside bot whose answers did not come within the reply timeout, until it answers.
-    pub lagging: bool,
 }
 
 impl BotLink {
@@ -443,6 +446,23 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn what_the_exchange_touches_every_step_is_in_a_links_first_two_cache_lines() {
+        let end = |offset: usize, size: usize| offset + size;
+        let touched = [
+            end(offset_of!(BotLink, state), size_of::<LinkState>()),
+            end(offset_of!(BotLink, managed), 1),
+            end(offset_of!(BotLink, index), 4),
+            end(offset_of!(BotLink, last_packet_s), 8),
+            end(offset_of!(BotLink, packets_sent), 8),
+            end(offset_of!(BotLink, command), size_of::<UpdateSlot>()),
+            end(offset_of!(BotLink, outside), size_of::<Option<SocketAddr>>()),
+            end(offset_of!(BotLink, counters.sent.update_all), size_of::<manager::Traffic>()),
+        ];
+        assert!(touched.iter().all(|&e| e <= 128), "{touched:?}");
+    }
 
     #[test]
     fn offline_never_becomes_online_directly() {
