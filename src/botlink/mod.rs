@@ -140,6 +140,7 @@ pub const RECENT_COMMANDS: usize = 8;
 
 /// A robot's connection: as the bot manager sees a bot it drives, or as an external robot sees
 /// its outside controller.
+///
 /// Laid out in the order written (`repr(C)`): what the exchange's pass reads and writes for every
 /// bot every step comes first, so that pass touches the first two cache lines of a link.
 #[derive(Component, Debug, Clone)]

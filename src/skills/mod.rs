@@ -183,7 +183,10 @@ fn run_executors(
     // Announced in the query's order, as when the robots ran in turn.
     let mut all = Vec::new();
     for (entity, _, _, _, (_, _, _, mut notes)) in &mut robots {
-        all.extend(notes.0.drain(..).map(|note| (entity, note)));
+        // Looked at before drained, so a robot with no notes is not marked changed.
+        if !notes.0.is_empty() {
+            all.extend(notes.0.drain(..).map(|note| (entity, note)));
+        }
     }
     announce(&mut commands, all);
     *was_engaged = engaged;
