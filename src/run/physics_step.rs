@@ -1,5 +1,5 @@
 //! Rapier's step, and in a large world on a thread of its own: rapier's step runs on one thread
-//! (its own `parallel` feature made crsim no faster, see the README), so with two cores the
+//! (its own `parallel` feature made crsim no faster, see docs/performance.md), so with two cores the
 //! other one would wait while it runs. The step starts as soon as the bodies have taken the act
 //! stage's commands ([`PhysicsStart::Launch`]); the radio delivers meanwhile
 //! ([`crate::sim::SimSystems::Communicate`]: it moves no body, and rapier reads nothing it
