@@ -12,6 +12,7 @@ pub mod error;
 pub mod geometry;
 pub mod load;
 pub mod network;
+pub mod overlap;
 pub mod overrides;
 pub mod path;
 pub mod schema;

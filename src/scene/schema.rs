@@ -78,6 +78,12 @@ pub struct BotlinkSpec {
     /// not hearing a bot.
     #[serde(default = "default_watchdog")]
     pub watchdog: f32,
+    /// Seconds of simulated time a bot has to answer when the manager starts connecting to it
+    /// (an outside bot at the start, any bot connected by hand); without an answer its link falls
+    /// back to offline and the manager stops sending to it, as seed 004's state machine does. A
+    /// link the watchdog dropped from online stays connecting until the bot answers.
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout: f32,
     /// How the bot manager's packets reach crsim's own simulated bots. Outside bots are always
     /// reached over UDP.
     #[serde(default)]
@@ -108,6 +114,7 @@ impl Default for BotlinkSpec {
             address: default_address(),
             update_all_port: None,
             watchdog: default_watchdog(),
+            connect_timeout: default_connect_timeout(),
             transport: Transport::default(),
             multicast: None,
             status_period: default_status_period(),
@@ -704,6 +711,9 @@ fn default_max_connections() -> usize {
 }
 fn default_watchdog() -> f32 {
     2.0
+}
+fn default_connect_timeout() -> f32 {
+    5.0
 }
 fn default_status_period() -> f32 {
     0.5

@@ -1,12 +1,14 @@
 //! Semantic checks of a parsed scene. Each error names the offending item, so a user editing a
 //! scene by hand knows exactly what to fix. Pure logic: no Bevy, no physics.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
 
 use bevy::math::Vec2;
 
 pub use super::error::SceneError;
 use super::geometry::{Footprint, all_walls, boundary_walls, box_footprint, wall_footprint};
+use super::overlap::{Aabb, candidate_pairs};
 use super::schema::*;
 
 fn v(p: Vec2f) -> Vec2 {
@@ -42,12 +44,32 @@ pub fn validate(scene: &SceneFile) -> Vec<SceneError> {
 
 type Report<'a> = dyn FnMut(String, String) + 'a;
 
+/// The error of coordinates that are not finite or lie too far out.
+fn unplaceable(what: &str) -> String {
+    format!("{what} must be finite numbers within {MAX_COORDINATE} m of the origin")
+}
+
 fn positive(x: f32) -> bool {
     x.is_finite() && x > 0.0
 }
 
+/// A coordinate crsim can place: a finite number within [`MAX_COORDINATE`] of the origin.
 fn finite2(p: Vec2f) -> bool {
-    p.0.is_finite() && p.1.is_finite()
+    [p.0, p.1].iter().all(|x| x.is_finite() && x.abs() <= MAX_COORDINATE)
+}
+
+/// What is wrong with the size `what` of a body, if anything: it must be positive and within
+/// [`MIN_LENGTH`]..=[`MAX_LENGTH`] metres.
+fn size_problem(what: &str, x: f32) -> Option<String> {
+    if !positive(x) {
+        Some(format!("{what} must be positive, got {x}"))
+    } else if x < MIN_LENGTH {
+        Some(format!("{what} {x} m is below the smallest size crsim simulates, {MIN_LENGTH} m"))
+    } else if x > MAX_LENGTH {
+        Some(format!("{what} {x} m is beyond the largest size crsim simulates, {MAX_LENGTH} m"))
+    } else {
+        None
+    }
 }
 
 /// The shortest step a scene may ask for, seconds.
@@ -58,6 +80,16 @@ pub const MAX_DT: f64 = 1.0;
 pub const MAX_SUBSTEPS: u32 = 64;
 /// The most cells an explorer's mental map may have (a room of 1,000 × 1,000 robot units).
 pub const MAX_EXPLORER_CELLS: f64 = 1.0e6;
+/// The longest side of an arena, metres (100 km: an `f32` position there is still good to a
+/// centimetre).
+pub const MAX_ARENA_SIDE: f32 = 100_000.0;
+/// The farthest any coordinate of a scene may be from the origin, metres.
+pub const MAX_COORDINATE: f32 = 1_000_000.0;
+/// The smallest size of a body (a radius, a box's side, a wall's thickness), metres: grids and
+/// maps are sized in such units, so it bounds what a scene's numbers can make crsim allocate.
+pub const MIN_LENGTH: f32 = 1e-3;
+/// The largest size of a body, metres.
+pub const MAX_LENGTH: f32 = 1_000_000.0;
 /// Overlapping pairs reported before the overlap check stops (a pile of robots on one spot
 /// would otherwise make it quadratic).
 pub const MAX_OVERLAPS: usize = 100;
@@ -75,9 +107,17 @@ fn check_globals(scene: &SceneFile, err: &mut Report) {
     let a = &scene.arena;
     if !positive(a.width) || !positive(a.height) {
         err("arena".into(), format!("size must be positive, got {} x {}", a.width, a.height));
+    } else if a.width.max(a.height) > MAX_ARENA_SIDE || a.width.min(a.height) < MIN_LENGTH {
+        err(
+            "arena".into(),
+            format!(
+                "size {} x {} m is outside what crsim simulates: each side from {MIN_LENGTH} to {MAX_ARENA_SIDE} m",
+                a.width, a.height
+            ),
+        );
     }
-    if !positive(a.wall_thickness) {
-        err("arena".into(), format!("wall_thickness must be positive, got {}", a.wall_thickness));
+    if let Some(e) = size_problem("wall_thickness", a.wall_thickness) {
+        err("arena".into(), e);
     }
 }
 
@@ -116,48 +156,52 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
     for w in &scene.walls {
         let item = format!("wall \"{}\"", w.name);
         if !finite2(w.from) || !finite2(w.to) {
-            err(item.clone(), "coordinates must be finite numbers".into());
+            err(item.clone(), unplaceable("coordinates"));
         } else if v(w.from).distance(v(w.to)) <= 0.0 {
             err(item.clone(), "length must be positive (from and to are the same point)".into());
         }
-        if !positive(w.thickness) {
-            err(item, format!("thickness must be positive, got {}", w.thickness));
+        if let Some(e) = size_problem("thickness", w.thickness) {
+            err(item, e);
         }
     }
     for b in &scene.boxes {
         let item = format!("box \"{}\"", b.name);
         if !finite2(b.center) || !b.angle.is_finite() {
-            err(item.clone(), "coordinates must be finite numbers".into());
+            err(item.clone(), unplaceable("coordinates"));
         }
         if !positive(b.size.0) || !positive(b.size.1) {
             err(item, format!("size must be positive, got {} x {}", b.size.0, b.size.1));
+        } else if let Some(e) =
+            size_problem("side", b.size.0.min(b.size.1)).or(size_problem("side", b.size.0.max(b.size.1)))
+        {
+            err(item, e);
         }
     }
     for p in &scene.pens {
         let item = format!("pen \"{}\"", p.name);
         if !finite2(p.pos) {
-            err(item.clone(), "position must be finite numbers".into());
+            err(item.clone(), unplaceable("position"));
         }
-        if !positive(p.radius) {
-            err(item, format!("radius must be positive, got {}", p.radius));
+        if let Some(e) = size_problem("radius", p.radius) {
+            err(item, e);
         }
     }
     for d in &scene.dens {
         let item = format!("den \"{}\"", d.name);
         if !finite2(d.pos) {
-            err(item.clone(), "position must be finite numbers".into());
+            err(item.clone(), unplaceable("position"));
         }
-        if !positive(d.radius) {
-            err(item, format!("radius must be positive, got {}", d.radius));
+        if let Some(e) = size_problem("radius", d.radius) {
+            err(item, e);
         }
     }
     for s in &scene.stations {
         let item = format!("station \"{}\"", s.name);
         if !finite2(s.pos) {
-            err(item.clone(), "position must be finite numbers".into());
+            err(item.clone(), unplaceable("position"));
         }
-        if !positive(s.radius) {
-            err(item.clone(), format!("radius must be positive, got {}", s.radius));
+        if let Some(e) = size_problem("radius", s.radius) {
+            err(item.clone(), e);
         }
         if !(s.rate.is_finite() && s.rate >= 0.0) {
             err(item, format!("rate must be zero or positive, got {}", s.rate));
@@ -166,10 +210,15 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
     for s in &scene.sonars {
         let item = format!("sonar \"{}\"", s.name);
         if !finite2(s.pos) || !s.axis.is_finite() {
-            err(item.clone(), "position and axis must be finite numbers".into());
+            err(
+                item.clone(),
+                format!(
+                    "position and axis must be finite numbers, the position within {MAX_COORDINATE} m of the origin"
+                ),
+            );
         }
-        if !positive(s.width) {
-            err(item.clone(), format!("width must be positive, got {}", s.width));
+        if let Some(e) = size_problem("width", s.width) {
+            err(item.clone(), e);
         }
         if let Some(r) = s.range
             && !positive(r)
@@ -185,11 +234,11 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
 fn check_robot(r: &RobotSpec, err: &mut Report) {
     let item = format!("robot \"{}\"", r.name);
     let mut e = |m: String| err(item.clone(), m);
-    if !(r.pose.0.is_finite() && r.pose.1.is_finite() && r.pose.2.is_finite()) {
-        e("pose must be finite numbers".into());
+    if !(finite2((r.pose.0, r.pose.1)) && r.pose.2.is_finite()) {
+        e(format!("pose must be finite numbers, the position within {MAX_COORDINATE} m of the origin"));
     }
-    if !positive(r.radius) {
-        e(format!("radius must be positive, got {}", r.radius));
+    if let Some(m) = size_problem("radius", r.radius) {
+        e(m);
     }
     if !positive(r.max_speed) {
         e(format!("max_speed must be positive, got {}", r.max_speed));
@@ -315,6 +364,9 @@ fn check_botlink(scene: &SceneFile, err: &mut Report) {
     }
     if !positive(b.watchdog) {
         err("botlink".into(), format!("watchdog must be positive seconds, got {}", b.watchdog));
+    }
+    if !(positive(b.connect_timeout) && b.connect_timeout <= 3600.0) {
+        err("botlink".into(), format!("connect_timeout must be in (0, 3600] seconds, got {}", b.connect_timeout));
     }
     if !positive(b.status_period) {
         err("botlink".into(), format!("status_period must be positive seconds, got {}", b.status_period));
@@ -543,9 +595,6 @@ fn list(names: &[&str]) -> String {
 /// Overlap tolerance: bodies may touch, not interpenetrate.
 const OVERLAP_EPS: f32 = 1e-4;
 
-/// Grid cells a body may cover before it is checked against every other body instead.
-const LARGE_BODY_CELLS: i64 = 4096;
-
 fn check_overlaps(scene: &SceneFile, err: &mut Report) {
     // Every solid body, in a stable order: robots, pens, boxes, walls (boundary walls first).
     let walls = all_walls(scene);
@@ -575,73 +624,30 @@ fn check_overlaps(scene: &SceneFile, err: &mut Report) {
         String::new()
     };
 
-    // A uniform grid of cells the size of the largest circle: each body goes into the cells its
-    // bounding box covers, so only near bodies are compared (linear in the number of bodies).
-    let largest = bodies
+    // Candidate pairs from a grid of cells at every body's own size; each pair is then measured
+    // exactly. Pairs come in no fixed order: they are sorted before they are reported.
+    let aabbs: Vec<Aabb> = bodies
         .iter()
-        .filter_map(|(f, _)| match f {
-            Footprint::Circle { radius, .. } => Some(*radius),
-            Footprint::Rect { .. } => None,
+        .map(|(f, wall)| {
+            let (c, h) = (f.center(), f.aabb_half());
+            let (c, h) = (c.as_dvec2(), h.as_dvec2());
+            Aabb { min: (c - h).to_array(), max: (c + h).to_array(), wall: *wall }
         })
-        .fold(0.0f32, f32::max);
-    let cell = (2.0 * largest).max(1e-3);
-    let key = |x: f32| (x / cell).floor() as i64;
-    let mut grid: BTreeMap<(i64, i64), Vec<usize>> = BTreeMap::new();
-    let mut large: Vec<usize> = Vec::new();
-    for (i, (f, _)) in bodies.iter().enumerate() {
-        let (c, h) = (f.center(), f.aabb_half());
-        let (x0, x1, y0, y1) = (key(c.x - h.x), key(c.x + h.x), key(c.y - h.y), key(c.y + h.y));
-        if (x1 - x0 + 1).saturating_mul(y1 - y0 + 1) > LARGE_BODY_CELLS {
-            large.push(i);
-            continue;
-        }
-        for x in x0..=x1 {
-            for y in y0..=y1 {
-                grid.entry((x, y)).or_default().push(i);
-            }
-        }
-    }
-
+        .collect();
     let mut pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
     let mut full = false;
-    let check = |i: usize, j: usize, pairs: &mut BTreeSet<(usize, usize)>| {
-        let (a, b) = (i.min(j), i.max(j));
-        let ((fa, wall_a), (fb, wall_b)) = (&bodies[a], &bodies[b]);
-        // Walls may meet and cross each other; everything else may touch but not sink in.
-        if a == b || (*wall_a && *wall_b) || pairs.contains(&(a, b)) {
-            return;
-        }
-        let (ha, hb) = (fa.aabb_half(), fb.aabb_half());
-        let d = (fa.center() - fb.center()).abs();
-        if d.x > ha.x + hb.x || d.y > ha.y + hb.y {
-            return;
-        }
+    candidate_pairs(&aabbs, |a, b| {
+        let ((fa, _), (fb, _)) = (&bodies[a], &bodies[b]);
+        // Bodies may touch but not sink in.
         if fa.penetration(fb) > OVERLAP_EPS {
             pairs.insert((a, b));
-        }
-    };
-    'cells: for bucket in grid.values() {
-        for (n, &i) in bucket.iter().enumerate() {
-            for &j in &bucket[n + 1..] {
-                check(i, j, &mut pairs);
-                if pairs.len() >= MAX_OVERLAPS {
-                    full = true;
-                    break 'cells;
-                }
+            if pairs.len() >= MAX_OVERLAPS {
+                full = true;
+                return ControlFlow::Break(());
             }
         }
-    }
-    if !full {
-        'large: for &i in &large {
-            for j in 0..bodies.len() {
-                check(i, j, &mut pairs);
-                if pairs.len() >= MAX_OVERLAPS {
-                    full = true;
-                    break 'large;
-                }
-            }
-        }
-    }
+        ControlFlow::Continue(())
+    });
     for (a, b) in pairs {
         err(name(a), format!("overlaps {}", name(b)));
     }
@@ -902,10 +908,65 @@ mod tests {
         let m = messages(&s);
         assert!(m.iter().any(|e| e.starts_with("robot \"r1\": the explorer's mental map would have 5")), "{m:?}");
         s.arena.width = 4.0;
-        s.robots[0].radius = 1e-5;
+        s.robots[0].radius = 0.001;
         s.robots[0].pose.0 = 0.2;
         let m = messages(&s);
         assert!(m.iter().any(|e| e.contains("at most 1000000: use a larger robot")), "{m:?}");
+    }
+
+    #[test]
+    fn what_a_scene_makes_crsim_allocate_is_bounded_before_anything_is_checked_further() {
+        // Found by fuzzing: an explorer in a 1e30 m arena with a robot a micrometre wide, which
+        // made the overlap check walk (and allocate) cells without end.
+        let mut s = scene();
+        s.arena.width = 1e30;
+        s.arena.height = 1e30;
+        s.robots[0].radius = 1e-6;
+        s.robots[0].controller = ControllerSpec::Explorer { strategy: StrategySpec::Rings, sonar: false };
+        assert_eq!(
+            messages(&s),
+            vec![
+                "arena: size 1000000000000000000000000000000 x 1000000000000000000000000000000 m is outside what \
+                 crsim simulates: each side from 0.001 to 100000 m"
+                    .to_string(),
+                "robot \"r1\": radius 0.000001 m is below the smallest size crsim simulates, 0.001 m".to_string(),
+            ]
+        );
+        let mut s = scene();
+        s.boxes[0].size = (1e20, 0.4);
+        s.walls.push(WallSpec { name: "w".into(), from: (1.0, 1.0), to: (2.0, 1.0), thickness: 1e30 });
+        s.pens[0].pos = (3.0, -2e6);
+        s.arena.wall_thickness = 5e-4;
+        let m = messages(&s);
+        for expected in [
+            "arena: wall_thickness 0.0005 m is below the smallest size crsim simulates, 0.001 m",
+            "box \"b\": side 100000000000000000000 m is beyond the largest size crsim simulates, 1000000 m",
+            "wall \"w\": thickness 1000000000000000000000000000000 m is beyond the largest size crsim simulates, 1000000 m",
+            "pen \"p\": position must be finite numbers within 1000000 m of the origin",
+        ] {
+            assert!(m.contains(&expected.to_string()), "{expected} not in {m:?}");
+        }
+    }
+
+    #[test]
+    fn the_largest_arena_with_bodies_of_every_size_is_checked_in_linear_work() {
+        // A 100 km arena, a wall along it, a box 50 km wide, and 20,000 robots in a row: every
+        // robot is compared with its neighbours, the box and the wall, never with all the others.
+        let mut s = SceneFile::empty("wide", MAX_ARENA_SIDE, 60_000.0);
+        s.walls.push(WallSpec { name: "long".into(), from: (1.0, 2.0), to: (99_999.0, 2.0), thickness: 0.01 });
+        s.boxes.push(BoxSpec {
+            name: "big".into(),
+            center: (50_000.0, 35_000.0),
+            size: (50_000.0, 50_000.0),
+            angle: 0.0,
+        });
+        for i in 0..20_000 {
+            s.robots.push(RobotSpec::new(format!("r{i}"), 1.0 + i as f32 * 0.5, 1.0, 0.0));
+            s.robots[i].radius = 0.2;
+        }
+        assert_eq!(messages(&s), Vec::<String>::new());
+        s.robots[7].pose.1 = 2.0;
+        assert_eq!(messages(&s), vec!["robot \"r7\": overlaps wall \"long\"".to_string()]);
     }
 
     #[test]
