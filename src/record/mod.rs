@@ -16,6 +16,7 @@ use bevy::prelude::*;
 pub mod capture;
 pub mod format;
 pub mod inputs;
+pub mod mcap_records;
 pub mod reader;
 pub mod replay;
 pub mod viewer;

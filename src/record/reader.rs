@@ -15,18 +15,18 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 
 use super::format::*;
+use super::mcap_records::{
+    self as records, OP_CHANNEL, OP_CHUNK, OP_DATA_END, OP_FOOTER, OP_HEADER, OP_MESSAGE, OP_METADATA,
+};
 
 const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
-const OP_HEADER: u8 = 0x01;
-const OP_CHANNEL: u8 = 0x04;
-const OP_CHUNK: u8 = 0x06;
-const OP_METADATA: u8 = 0x0C;
-const OP_DATA_END: u8 = 0x0F;
-const OP_FOOTER: u8 = 0x02;
 /// Decoded chunks kept for scrubbing back and forth.
 const CACHE: usize = 8;
 /// No record of a crsim recording comes near this; a bigger length is a corrupt file.
 const MAX_RECORD: u64 = 1 << 31;
+/// The most bytes a chunk may decompress to (crsim writes chunks of 512 KiB, more only when one
+/// message is larger): a bigger claim is a corrupt file.
+const MAX_CHUNK: u64 = 1 << 30;
 
 /// A chunk of the file: where it is and which steps it holds.
 #[derive(Debug, Clone, Copy)]
@@ -128,8 +128,8 @@ impl Recording {
             match op {
                 OP_HEADER => {
                     let body = read_body(&mut file)?;
-                    if let Ok(mcap::records::Record::Header(h)) = mcap::parse_record(op, &body) {
-                        profile = Some(h.profile);
+                    if let Ok(p) = records::header_profile(&body) {
+                        profile = Some(p);
                     }
                 }
                 OP_CHUNK => {
@@ -142,17 +142,17 @@ impl Recording {
                 }
                 OP_CHANNEL => {
                     let body = read_body(&mut file)?;
-                    if let Ok(mcap::records::Record::Channel(c)) = mcap::parse_record(op, &body)
-                        && let Some(ch) = Channel::from_topic(&c.topic)
+                    if let Ok((id, topic)) = records::channel(&body)
+                        && let Some(ch) = Channel::from_topic(&topic)
                     {
-                        channels.insert(c.id, ch);
+                        channels.insert(id, ch);
                     }
                 }
                 OP_METADATA => {
                     let body = read_body(&mut file)?;
-                    match mcap::parse_record(op, &body) {
-                        Ok(mcap::records::Record::Metadata(m)) if m.name == META_RUN => run = Some(m.metadata),
-                        Ok(mcap::records::Record::Metadata(m)) if m.name == META_END => end = Some(m.metadata),
+                    match records::metadata(&body) {
+                        Ok((n, m)) if n == META_RUN => run = Some(m),
+                        Ok((n, m)) if n == META_END => end = Some(m),
                         Ok(_) => {}
                         Err(e) => return Err(format!("{name} is corrupt: the metadata at byte {offset}: {e}")),
                     }
@@ -191,6 +191,15 @@ impl Recording {
         for mut c in chunks {
             c.first /= dt_ns;
             c.last /= dt_ns;
+            // Chunks hold steps in order; a header that says otherwise is damaged (no CRC covers
+            // it) and would send a reader past the end.
+            let before = rec.chunks.last().map_or(0, |p: &ChunkEntry| p.last);
+            if c.first > c.last || c.first < before {
+                return Err(format!(
+                    "{name} is corrupt: the chunk at byte {} says it holds steps {}..={}, after a chunk ending at step {before}",
+                    c.offset, c.first, c.last
+                ));
+            }
             rec.chunks.push(c);
         }
         if rec.chunks.is_empty() {
@@ -239,30 +248,37 @@ impl Recording {
             .seek(SeekFrom::Start(c.offset + 9))
             .and_then(|_| self.file.read_exact(&mut body))
             .map_err(|e| format!("cannot read the chunk at byte {}: {e}", c.offset))?;
-        let (header, data) = match mcap::parse_record(OP_CHUNK, &body) {
-            Ok(mcap::records::Record::Chunk { header, data }) => (header, data),
-            Ok(_) => return Err(format!("the record at byte {} is not a chunk", c.offset)),
-            Err(e) => return Err(format!("the chunk at byte {}: {e}", c.offset)),
-        };
-        let reader =
-            mcap::read::ChunkReader::new(header, &data).map_err(|e| format!("chunk at byte {}: {e}", c.offset))?;
+        let at = |e: String| format!("the chunk at byte {}: {e}", c.offset);
+        let inside = records::chunk_records(&body, MAX_CHUNK).map_err(at)?;
         let mut out = Vec::new();
-        for r in reader {
-            match r.map_err(|e| format!("the chunk at byte {}: {e}", c.offset))? {
-                mcap::records::Record::Channel(ch) => {
-                    if let Some(k) = Channel::from_topic(&ch.topic) {
-                        self.channels.insert(ch.id, k);
+        for r in records::records(&inside) {
+            match r.map_err(at)? {
+                (OP_CHANNEL, body) => {
+                    let (id, topic) = records::channel(body).map_err(at)?;
+                    if let Some(k) = Channel::from_topic(&topic) {
+                        self.channels.insert(id, k);
                     }
                 }
-                mcap::records::Record::Message { header, data } => {
-                    if let Some(&k) = self.channels.get(&header.channel_id) {
-                        out.push((k, header.log_time / self.dt_ns, data.into_owned()));
+                (OP_MESSAGE, body) => {
+                    let (channel, log_time, data) = records::message(body).map_err(at)?;
+                    if let Some(&k) = self.channels.get(&channel) {
+                        out.push((k, log_time / self.dt_ns, data.to_vec()));
                     }
                 }
                 _ => {}
             }
         }
         out.sort_by_key(|(_, step, _)| *step);
+        // The index's steps come from the chunk's header, which no CRC covers: they must be the
+        // steps its messages hold, or a damaged header sends a reader (verify) far past the end.
+        if let (Some(lo), Some(hi)) = (out.first().map(|m| m.1), out.last().map(|m| m.1))
+            && (lo, hi) != (c.first, c.last)
+        {
+            return Err(format!(
+                "the chunk at byte {} says it holds steps {}..={} but holds steps {lo}..={hi}",
+                c.offset, c.first, c.last
+            ));
+        }
         let d: Decoded = Arc::new(out);
         if self.cache.len() == CACHE {
             self.cache.pop_front();
