@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -341,16 +341,8 @@ fn reset_restarts_the_scene_with_the_registrations_kept() {
 #[test]
 fn deterministic_programs_give_the_same_hash_run_after_run() {
     let run = || {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crsim"))
-            .args(["run", "scenes/pens.ron", "--steps", "400", "--program-port", "0", "--programs", "alpha,beta"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let addr: SocketAddr = line.trim().strip_prefix("programs: listening on ").expect(&line).parse().unwrap();
+        let (mut child, mut out, addr) =
+            common::serving_run(&["scenes/pens.ron", "--steps", "400", "--programs", "alpha,beta"]);
         let served = circles(addr, 400);
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
@@ -376,4 +368,88 @@ fn a_headless_run_gives_up_on_programs_that_never_come() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("programs: waiting for alpha, beta"), "{text}");
     assert!(text.contains("programs: no program registered alpha, beta within 0.5 s; giving up"), "{text}");
+}
+
+#[test]
+fn an_act_before_register_is_an_error_and_answers_for_no_robot_registered_later() {
+    let mut app = headless_app(program_room(), SceneSource::Generated);
+    let addr = server_addr(&app);
+    let (refused, first) = drive(&mut app, move || {
+        let mut p = Prog::connect(addr);
+        p.recv();
+        p.send(json!({"type": "act", "step": 0, "robots": [{"name": "a", "drive": [0.5, 0.0]}]}));
+        let refused = p.recv();
+        p.send(json!({"type": "register", "robots": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}));
+        assert_eq!(p.recv()["type"], "registered");
+        // The real answer for step 0 is taken, not refused as coming after a step it already had.
+        let s = p.step();
+        p.send(json!({"type": "act", "step": 0, "robots": [{"name": "a", "drive": [0.1, 0.0]}]}));
+        let next = p.step();
+        (refused, (s["step"].clone(), next["step"].clone()))
+    });
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(refused["step"], 0);
+    assert!(refused["error"].as_str().unwrap().contains("before register"), "{refused}");
+    // (No error about step 0's answer came before step 1: `step` takes only a step frame.)
+    assert_eq!(first, (json!(0), json!(1)));
+    let mut programs = app.world_mut().query::<(&Name, &Program)>();
+    let a = programs.iter(app.world()).find(|(n, _)| n.as_str() == "a").unwrap().1;
+    assert_eq!(a.answered, 1);
+}
+
+#[test]
+fn a_stop_does_not_wait_on_a_program_that_stays_silent() {
+    let dir = common::Scratch::new("programs-stop");
+    let scene = dir.join("slow.ron");
+    let text = std::fs::read_to_string(scene_path("programs.ron")).unwrap();
+    assert!(text.contains("step_timeout: "), "the scene sets its step timeout");
+    let text = text.replace("step_timeout: 5.0", "step_timeout: 30.0");
+    std::fs::write(&scene, text).unwrap();
+    let (mut child, mut out, addr) =
+        common::serving_run(&[&scene.to_string_lossy(), "--steps", "1000", "--programs", "all"]);
+    let mut p = Prog::register_offered(addr);
+    assert_eq!(p.step()["step"], 0, "the run waits for this silent program's answer");
+    let asked = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(asked.elapsed() < Duration::from_secs(10), "stopped in {:?}, not 100 steps of 30 s", asked.elapsed());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "an interrupted run: {rest}");
+    assert!(rest.contains("hash: "), "the run's summary is printed: {rest}");
+}
+
+#[test]
+fn a_run_that_serves_programs_ends_when_its_last_program_has_gone() {
+    let run = |extra: &[&str]| {
+        let args = [&["scenes/pens.ron", "--steps", "1000000000000", "--programs", "alpha,beta"], extra].concat();
+        let (child, out, addr) = common::serving_run(&args);
+        let (mut p, _, reply) = Prog::register(addr, json!([{"name": "alpha"}, {"name": "beta"}]));
+        assert_eq!(reply["robots"], json!(["alpha", "beta"]));
+        for _ in 0..5 {
+            let s = p.step();
+            p.send(json!({"type": "act", "step": s["step"]}));
+        }
+        drop(p);
+        (child, out)
+    };
+    let (mut child, mut out) = run(&[]);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the run goes on without its programs");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("programs: the last program has gone; the run ends at step "), "{rest}");
+    // --keep-serving keeps it for programs to come back.
+    let (mut child, _out) = run(&["--keep-serving"]);
+    thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "--keep-serving keeps the run going");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -2,15 +2,13 @@
 //! stop at the next chunk of steps, so what is done is written (marked interrupted) and nothing
 //! is left half-written; a second one ends the process at once.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
-static STOP: AtomicBool = AtomicBool::new(false);
+use crate::sim::stop;
 
 extern "C" fn on_signal(_: nix::libc::c_int) {
     // Only an atomic store: nothing else is safe in a signal handler.
-    STOP.store(true, Ordering::SeqCst);
+    stop::request();
 }
 
 /// Installs the handlers for SIGINT, SIGTERM and SIGHUP; each fires once, then the signal's
@@ -26,10 +24,10 @@ pub fn install() -> Result<(), String> {
 
 /// Whether a stop was asked for.
 pub fn requested() -> bool {
-    STOP.load(Ordering::SeqCst)
+    stop::requested()
 }
 
 /// Asks for a stop, as a signal would (tests, and a sweep stopping its workers).
 pub fn request() {
-    STOP.store(true, Ordering::SeqCst);
+    stop::request();
 }

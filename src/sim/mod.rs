@@ -20,6 +20,7 @@ pub mod order;
 pub mod report;
 pub mod rng;
 pub mod stages;
+pub mod stop;
 
 pub use clock::{ClockMode, SimClock, Speed, StepGate};
 pub use hash::TrajectoryHash;

@@ -114,15 +114,41 @@ impl Prog {
     }
 }
 
+impl Prog {
+    /// Connects and registers every robot the server offers.
+    pub fn register_offered(addr: SocketAddr) -> Self {
+        let mut p = Prog::connect(addr);
+        let hello = p.recv();
+        let robots: Vec<Value> =
+            hello["robots"].as_array().unwrap().iter().map(|r| json!({"name": r["name"].clone()})).collect();
+        p.send(json!({"type": "register", "robots": robots}));
+        assert_eq!(p.recv()["type"], "registered");
+        p
+    }
+}
+
+/// A `crsim run` serving programs on a free port: the process, its output after the first line,
+/// and where programs connect.
+pub fn serving_run(args: &[&str]) -> (std::process::Child, BufReader<std::process::ChildStdout>, SocketAddr) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .arg("run")
+        .args(args)
+        .args(["--program-port", "0"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("programs: listening on ").expect(&line).parse().unwrap();
+    (child, out, addr)
+}
+
 /// A deterministic program: every program robot the server offers drives in circles of its own
 /// and claims whatever pen it sees; returns the steps it served.
 pub fn circles(addr: SocketAddr, steps: u64) -> u64 {
-    let mut p = Prog::connect(addr);
-    let hello = p.recv();
-    let robots: Vec<Value> =
-        hello["robots"].as_array().unwrap().iter().map(|r| json!({"name": r["name"].clone()})).collect();
-    p.send(json!({"type": "register", "robots": robots}));
-    assert_eq!(p.recv()["type"], "registered");
+    let mut p = Prog::register_offered(addr);
     let mut served = 0;
     loop {
         let Some(f) = p.try_recv() else { return served };

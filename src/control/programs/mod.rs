@@ -102,12 +102,20 @@ pub struct ProgramServer {
     reset: Option<Option<u64>>,
     announce: Option<u64>,
     last_warning: Option<Instant>,
+    /// Whether a program ever registered a robot here.
+    registered_ever: bool,
     /// Whether every program answered the last step within `SPIN`.
     quick: bool,
     pub stats: ProgramStats,
 }
 
 impl ProgramServer {
+    /// Whether programs drove robots here and none drives any now: a headless run that exists
+    /// to serve them ends (`crsim run` without `--keep-serving`).
+    pub fn abandoned(&self) -> bool {
+        self.registered_ever && self.owners.is_empty()
+    }
+
     /// The connections, for the panel: id, peer, robots, late steps.
     pub fn connections(&self) -> impl Iterator<Item = (u64, std::net::SocketAddr, &[String], u64)> {
         self.conns.iter().map(|c| (c.id, c.peer, c.robots.as_slice(), c.late))
@@ -183,6 +191,7 @@ impl Registry<'_, '_> {
             }
             done.push(r.name);
         }
+        server.registered_ever |= !done.is_empty();
         ServerFrame::Registered { robots: done, errors }
     }
 
@@ -410,6 +419,16 @@ fn between_steps(server: &mut ProgramServer, registry: &mut Registry, conn: u64,
         }
         Ok(ClientFrame::Reset { .. }) => {
             Some(ServerFrame::error("reset refused: only a program that drives robots may reset the scene"))
+        }
+        Ok(ClientFrame::Act { step, .. }) if !server.owners.values().any(|(c, _)| *c == conn) => {
+            // Kept, it would answer for robots this program registers later, in their first step.
+            Some(ServerFrame::Error {
+                error: format!(
+                    "act for step {step} before register: this program drives no robots yet; register first"
+                ),
+                step: Some(step),
+                robot: None,
+            })
         }
         Ok(ClientFrame::Act { step, robots, drives }) => {
             // Early: kept for the exchange of its step.
@@ -649,7 +668,9 @@ fn exchange(
         }
         unanswered = still;
         let now = Instant::now();
-        if unanswered.is_empty() || now >= deadline {
+        // A stop asked for (SIGTERM, Ctrl-C) does not wait on programs: the step goes on with
+        // the late ones late, and the run ends after it.
+        if unanswered.is_empty() || now >= deadline || crate::sim::stop::requested() {
             break;
         }
         // New programs and those registering are served during a long wait too.
