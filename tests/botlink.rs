@@ -696,3 +696,112 @@ fn without_a_reply_timeout_the_manager_does_not_wait_and_counts_no_missed_replie
     assert!(stats.rounds >= 50, "{stats:?}");
     assert!(l.counters.statuses >= 40, "answers are taken when they come: {:?}", l.counters);
 }
+
+#[test]
+fn an_outside_bot_that_never_answers_falls_back_to_offline_and_is_sent_nothing_more() {
+    // scenes/explorer-outside.ron with no `crsim bot` playing its explorer.
+    let mut app = headless_app(shipped_scene("explorer-outside.ron"), SceneSource::Generated);
+    let e = named(&mut app, "explorer");
+    assert_eq!(state(&app, e), LinkState::Connecting);
+    let timeout = app.world().resource::<crsim::scene::ActiveScene>().scene.botlink.connect_timeout;
+    let dt = app.world().resource::<SimTime>().dt_exact;
+    let steps = (f64::from(timeout) / dt).round() as u64;
+    run_steps(&mut app, steps - 2);
+    assert_eq!(state(&app, e), LinkState::Connecting, "it has the connect timeout to answer");
+    run_steps(&mut app, 4);
+    let l = link(&app, e);
+    assert_eq!(l.state, LinkState::Offline, "seed 004: a connection that fails falls back to disconnected");
+    assert_eq!((l.counters.connect_failures, l.counters.state_changes), (1, 1));
+    assert!(l.last_error.as_deref().unwrap_or("").contains("connect timeout"), "{:?}", l.last_error);
+    let sent = l.packets_sent;
+    run_steps(&mut app, 3000);
+    assert_eq!(link(&app, e).packets_sent, sent, "nothing more goes to a bot that is offline");
+    // Connected by hand, it gets the same time again.
+    ask(&mut app, e, LinkAction::Connect);
+    run_steps(&mut app, 1);
+    assert_eq!(state(&app, e), LinkState::Connecting);
+    run_steps(&mut app, steps + 2);
+    let l = link(&app, e);
+    assert_eq!((l.state, l.counters.connect_failures, l.counters.state_changes), (LinkState::Offline, 2, 3));
+    let report = build_report(app.world_mut(), 0.0);
+    assert_eq!(report.sections["botlink"]["total"]["connect_failures"], 2);
+}
+
+/// A deterministic UDP controller for robot `name`: drives with a turn that depends on the pose
+/// in each status it gets back, for `steps` packets, sleeping up to `jitter` ms (varied) between
+/// a status and its next packet.
+fn steering(addr: SocketAddr, steps: u32, jitter: u64) -> std::thread::JoinHandle<Vec<(f32, f32)>> {
+    std::thread::spawn(move || {
+        let client = Client::new();
+        let mut seen = Vec::new();
+        let mut command = Command::Move { linear: 0.3, angular: 0.0 };
+        for i in 0..steps {
+            if jitter > 0 {
+                std::thread::sleep(Duration::from_micros(u64::from(i * 7919) % (jitter * 1000)));
+            }
+            client.send(addr, &encode(&command));
+            let Command::Status(s) = client.reply() else { panic!("status expected") };
+            seen.push((s.x, s.y));
+            let angular = if s.y > 1.5 { -0.6 } else { 0.6 };
+            command = Command::Move { linear: 0.3, angular };
+        }
+        seen
+    })
+}
+
+/// Runs two steering controllers against a lock-step headless scene for `steps` steps; the
+/// trajectory hash and what the first controller saw.
+fn lockstep_run(steps: u32, jitter: u64) -> (String, Vec<(f32, f32)>) {
+    let mut scene = external_scene();
+    scene.programs.step_timeout = 10.0;
+    let mut app = crsim::run::headless::headless_app_with(scene, SceneSource::Generated, |app| {
+        app.insert_resource(crsim::botlink::udp::UdpLockstep(true));
+    });
+    let (a, b) = (named(&mut app, "udp"), named(&mut app, "udp2"));
+    let (a, b) = (steering(endpoint(&app, a), steps, jitter), steering(endpoint(&app, b), steps, jitter * 2));
+    // waitForRobots: no step until both controllers have spoken.
+    let start = std::time::Instant::now();
+    while app.world().resource::<crsim::sim::StepGate>().held() {
+        app.update();
+        assert!(start.elapsed() < Duration::from_secs(20), "the controllers never spoke");
+    }
+    assert_eq!(app.world().resource::<SimTime>().step, 0);
+    run_steps(&mut app, u64::from(steps));
+    let seen = a.join().unwrap();
+    b.join().unwrap();
+    assert_eq!(app.world().resource::<crsim::botlink::LinkStats>().late, 0);
+    (app.world().resource::<crsim::sim::TrajectoryHash>().hex(), seen)
+}
+
+#[test]
+fn robots_driven_over_udp_in_lock_step_give_the_same_run_whatever_the_controllers_timing() {
+    let (hash, seen) = lockstep_run(150, 0);
+    assert_eq!(seen.len(), 150);
+    assert!(seen[149].0 > seen[0].0 + 0.5, "it drove: {:?}", seen[149]);
+    let (again, seen_again) = lockstep_run(150, 3);
+    assert_eq!(again, hash, "a controller's timing does not change the run");
+    assert_eq!(seen_again, seen);
+}
+
+#[test]
+fn a_late_udp_controller_is_treated_as_the_scenes_late_policy_says() {
+    let mut scene = external_scene();
+    scene.programs.step_timeout = 0.05;
+    scene.programs.late = LatePolicy::Stop;
+    scene.robots.retain(|r| r.name != "udp2");
+    let mut app = crsim::run::headless::headless_app_with(scene, SceneSource::Generated, |app| {
+        app.insert_resource(crsim::botlink::udp::UdpLockstep(true));
+    });
+    let r = named(&mut app, "udp");
+    let controller = steering(endpoint(&app, r), 10, 0);
+    while app.world().resource::<crsim::sim::StepGate>().held() {
+        app.update();
+    }
+    run_steps(&mut app, 10);
+    controller.join().unwrap();
+    let moving = pose_of(&app, r).0;
+    run_steps(&mut app, 10);
+    assert_eq!(app.world().resource::<crsim::botlink::LinkStats>().late, 10);
+    let x = pose_of(&app, r).0.x;
+    assert!((x - moving.x).abs() < 0.01, "a late controller's robot stops: {moving} -> {x}");
+}

@@ -142,6 +142,8 @@ struct Gathered {
     reach: Vec<(u32, Reach)>,
     /// Links the watchdog dropped to connecting.
     stopped: Vec<Stopped>,
+    /// Links whose bot did not answer in time while connecting: (robot index, entity).
+    gave_up: Vec<(u32, Entity)>,
 }
 
 /// A link the watchdog stopped: counted in its own counters, announced and counted in the
@@ -183,6 +185,7 @@ pub(super) fn exchange(
     let spec = &active.scene.botlink;
     let m = &mut *manager;
     let round = m.clock.step(time.dt);
+    let connect_by = now + f64::from(spec.connect_timeout);
 
     for r in requests.read() {
         let Ok(mut b) = bots.get_mut(r.bot) else { continue };
@@ -192,11 +195,11 @@ pub(super) fn exchange(
         let index = b.robot.index;
         let link = &mut *b.link;
         match r.action {
-            LinkAction::Connect => connect(&mut commands, m, r.bot, index, link),
+            LinkAction::Connect => connect(&mut commands, m, r.bot, index, link, connect_by),
             LinkAction::Disconnect => disconnect(&mut commands, m, r.bot, index, link),
             LinkAction::Reconnect => {
                 disconnect(&mut commands, m, r.bot, index, link);
-                connect(&mut commands, m, r.bot, index, link);
+                connect(&mut commands, m, r.bot, index, link, connect_by);
             }
             LinkAction::Motor { max_speed, max_turn } => {
                 link.motor = (max_speed, max_turn);
@@ -218,6 +221,7 @@ pub(super) fn exchange(
     sc.reach.clear();
     sc.reach.resize(n, Reach::Here);
     let (step, status_every, watchdog) = (time.step, m.status_every, f64::from(spec.watchdog));
+    let connect_timeout = spec.connect_timeout;
     {
         let central = &*central;
         let gathered = &sc.gathered;
@@ -248,6 +252,15 @@ pub(super) fn exchange(
                     }
                     link.counters.watchdog_stops += 1;
                     g.stopped.push(Stopped { index, entity, from, changed });
+                }
+                if link.state == LinkState::Connecting && link.connect_by_s.is_some_and(|by| now > by) {
+                    // Seed 004: a connection that fails falls back to disconnected.
+                    link.state = LinkState::Offline;
+                    link.connect_by_s = None;
+                    link.counters.state_changes += 1;
+                    link.counters.connect_failures += 1;
+                    link.last_error = Some(format!("no answer within the connect timeout of {connect_timeout} s"));
+                    g.gave_up.push((index, entity));
                 }
                 for command in b.outbox.commands.drain(..) {
                     match command {
@@ -289,7 +302,9 @@ pub(super) fn exchange(
         );
     }
     let mut stopped = Vec::new();
+    let mut gave_up = Vec::new();
     for g in sc.gathered.iter_mut() {
+        gave_up.append(&mut g.gave_up);
         sc.queue.append(&mut g.queue);
         for (index, slot) in g.slots.drain(..) {
             sc.slots[index as usize] = Some(slot);
@@ -298,6 +313,14 @@ pub(super) fn exchange(
             sc.reach[index as usize] = to;
         }
         stopped.append(&mut g.stopped);
+    }
+    // Bots that never answered: announced in robot order, and sent nothing more.
+    gave_up.sort_unstable_by_key(|(index, _)| *index);
+    for (index, entity) in gave_up {
+        m.transmitter.forget(index);
+        commands.trigger(LinkChanged { bot: entity, from: LinkState::Connecting, to: LinkState::Offline });
+        m.totals.state_changes += 1;
+        m.totals.connect_failures += 1;
     }
     // The watchdog's stops announced in robot order.
     stopped.sort_by_key(|s| s.index);
@@ -656,6 +679,7 @@ fn take_answer(commands: &mut Commands, m: &mut BotManager, bot: Entity, link: &
             link.fresh_status = true;
             link.lagging = false;
             if link.state == LinkState::Connecting {
+                link.connect_by_s = None;
                 change_state(commands, bot, link, LinkState::Online, &mut m.totals);
                 let (max_speed, max_turn) = link.motor;
                 m.send(index, &Command::MotorParams { max_speed, max_turn });
@@ -673,8 +697,11 @@ fn take_answer(commands: &mut Commands, m: &mut BotManager, bot: Entity, link: &
     }
 }
 
-fn connect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32, link: &mut BotLink) {
+/// Starts connecting to an offline bot: a ping now, and until `by` (simulated seconds) for its
+/// answer.
+fn connect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32, link: &mut BotLink, by: f64) {
     if link.state == LinkState::Offline {
+        link.connect_by_s = Some(by);
         change_state(commands, bot, link, LinkState::Connecting, &mut m.totals);
         m.send(index, &Command::Ping);
     }
@@ -682,6 +709,7 @@ fn connect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32,
 
 fn disconnect(commands: &mut Commands, m: &mut BotManager, bot: Entity, index: u32, link: &mut BotLink) {
     if link.state != LinkState::Offline {
+        link.connect_by_s = None;
         m.transmitter.forget(index);
         m.send(index, &Command::Disconnect);
         change_state(commands, bot, link, LinkState::Offline, &mut m.totals);

@@ -74,6 +74,8 @@ pub struct LinkCounters {
     pub state_changes: u64,
     /// Times the watchdog dropped the bot to connecting.
     pub watchdog_stops: u64,
+    /// Times the bot did not answer within the connect timeout and its link fell back to offline.
+    pub connect_failures: u64,
     /// Packets the host would not send (UDP errors).
     pub send_errors: u64,
     /// Rounds after which an outside bot's answers did not come within the reply timeout.

@@ -179,6 +179,9 @@ pub struct BotLink {
     pub last_status: Option<Status>,
     /// The last problem with this bot (a send that failed, a malformed answer).
     pub last_error: Option<String>,
+    /// While the manager connects to the bot: the simulated time by which it must answer, or its
+    /// link falls back to offline.
+    pub connect_by_s: Option<f64>,
 }
 
 impl BotLink {
@@ -210,6 +213,7 @@ impl BotLink {
             fresh_status: false,
             last_error: None,
             lagging: false,
+            connect_by_s: None,
         }
     }
 }
@@ -227,6 +231,8 @@ pub struct LinkStats {
     pub refused: u64,
     /// Error packets sent back.
     pub errors_sent: u64,
+    /// Lock-steps an external robot's controller did not answer in time.
+    pub late: u64,
     /// The last problem, for the panel.
     pub last_error: Option<String>,
 }
@@ -266,6 +272,7 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<LinkStats>()
         .init_resource::<EmergencyStop>()
         .init_resource::<udp::UpdateAllSocket>()
+        .init_resource::<udp::UdpLockstep>()
         .add_observer(attach_link)
         .add_observer(announce_added)
         .add_observer(announce_removed)
@@ -274,7 +281,11 @@ pub(super) fn plugin(app: &mut App) {
         .add_message::<LinkRequest>()
         .add_systems(
             PreUpdate,
-            (udp::open_update_all, exchange::open).run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React),
+            (
+                (udp::open_update_all, exchange::open).run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React),
+                // Before the program server's own word on the gate (both hold step 0).
+                udp::await_controllers.in_set(LoadSystems::Rejoin),
+            ),
         )
         .add_systems(
             FixedUpdate,
@@ -301,6 +312,7 @@ fn attach_link(add: On<Add, Robot>, active: Res<ActiveScene>, robots: Query<(&Ro
     link.motor = (robot.max_speed, robot.max_turn);
     if link.outside.is_some() {
         link.state = LinkState::Connecting;
+        link.connect_by_s = Some(f64::from(botlink.connect_timeout));
     }
     let udp_bot = link.managed && link.outside.is_none() && botlink.transport == Transport::Udp;
     let mut entity = commands.entity(add.entity);
@@ -439,6 +451,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "malformed": s.malformed,
             "refused": s.refused,
             "errors_sent": s.errors_sent,
+            "late": s.late,
         });
     }
     Some(("botlink".into(), section))

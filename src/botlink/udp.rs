@@ -6,10 +6,13 @@
 //! and the simulation goes on.
 //!
 //! Sockets are non-blocking and polled once per step in the think stage: no threads, and a
-//! scene reload closes them with the robots.
+//! scene reload closes them with the robots. In a headless run the robots step in lock-step
+//! with their controllers ([`UdpLockstep`]).
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
 
@@ -18,7 +21,8 @@ use super::transport::bind;
 use super::{BotLink, EmergencyStop, LinkState, LinkStats, Outbox, set_state, stop_drive};
 use crate::robot::{Battery, BumpSensor, Gripper, Robot, pose};
 use crate::scene::ActiveScene;
-use crate::sim::{RobotOrder, SimTime};
+use crate::scene::schema::LatePolicy;
+use crate::sim::{RobotOrder, SimTime, StepGate};
 
 /// A robot's own UDP port.
 #[derive(Component, Debug)]
@@ -145,11 +149,190 @@ fn arrived(commands: &mut Commands, bot: Entity, link: &mut BotLink, now: f64) {
     set_state(commands, bot, link, LinkState::Online);
 }
 
-/// Polls every socket once per step.
+/// Whether robots driven over UDP step in lock-step with their controllers, as program robots
+/// do (seed 003's waitForRobots and double-stepped get): `crsim run` without `--realtime` sets
+/// it, so a headless run of them is reproducible. Step 0 waits (up to the scene's
+/// `programs.wait_for_robots`) until every external robot's controller has sent a packet; then
+/// every step takes exactly one packet of each robot whose controller is online, waiting up to
+/// `programs.step_timeout` for it, and a late controller's robot is treated as `programs.late`
+/// says (keep its last command, stop, or drop the link to offline and stop). Packets beyond one
+/// a step wait in the socket for the steps after. In the app and with `--realtime`, every
+/// packet that has come is taken each step.
+#[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UdpLockstep(pub bool);
+
+/// What one datagram did.
+enum Taken {
+    /// A valid packet from the controller: the robot's answer for this step.
+    Answer,
+    /// Malformed or refused: answered with an error, not an answer.
+    Refused,
+}
+
+/// Takes one datagram from a robot's own port and answers it.
+fn take_on_port(
+    commands: &mut Commands,
+    item: &mut RobotItemMut,
+    bytes: &[u8],
+    from: SocketAddr,
+    now: f64,
+    estop: bool,
+    stats: &mut LinkStats,
+    names: &Query<&Name>,
+) -> (Taken, Command) {
+    let (bot, robot, t, battery, bump, gripper, endpoint, link, outbox) = item;
+    if let Some(e) = endpoint.as_deref_mut() {
+        e.peer = Some(from);
+    }
+    let status = |robot: &Robot| status_of(robot, t, battery, bump, gripper, names);
+    match decode(bytes) {
+        Err(e) => {
+            stats.malformed += 1;
+            stats.last_error = Some(format!("{from} -> {}: {e}", link.announced_name));
+            (Taken::Refused, error(e.code(), e.to_string()))
+        }
+        Ok(Command::Disconnect) => {
+            link.last_packet_s = now;
+            set_state(commands, *bot, link, LinkState::Offline);
+            stop_drive(outbox);
+            (Taken::Answer, status(robot))
+        }
+        Ok(cmd @ (Command::Move { .. } | Command::Grip { .. } | Command::Lamp { .. })) => {
+            arrived(commands, *bot, link, now);
+            if estop {
+                stats.refused += 1;
+                (Taken::Answer, error(ErrorCode::NotAllowed, "emergency stop engaged"))
+            } else {
+                outbox.commands.push(cmd);
+                (Taken::Answer, status(robot))
+            }
+        }
+        Ok(Command::Ping | Command::StatusRequest) => {
+            arrived(commands, *bot, link, now);
+            (Taken::Answer, status(robot))
+        }
+        Ok(other) => {
+            stats.refused += 1;
+            (
+                Taken::Refused,
+                error(ErrorCode::NotAllowed, format!("{} is not accepted on a robot's port", other.name())),
+            )
+        }
+    }
+}
+
+/// One robot as the query hands it out for changing.
+type RobotItemMut<'w> = bevy::ecs::query::QueryItem<'w, 'w, RobotItem<'static>>;
+
+/// Reads a robot's own port: every datagram waiting, or in lock-step up to the first valid
+/// packet. True when it took a valid packet.
+fn read_port(
+    commands: &mut Commands,
+    item: &mut RobotItemMut,
+    one: bool,
+    now: f64,
+    estop: bool,
+    stats: &mut LinkStats,
+    names: &Query<&Name>,
+    buf: &mut [u8],
+) -> bool {
+    let mut answered = false;
+    loop {
+        let Some(socket) = item.6.as_ref().and_then(|e| e.socket.as_ref()) else { return answered };
+        let (n, from) = match socket.recv_from(buf) {
+            Ok(x) => x,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return answered,
+            Err(e) => {
+                stats.last_error = Some(format!("UDP {}: {e}", item.7.announced_name));
+                return answered;
+            }
+        };
+        stats.packets_received += 1;
+        let (taken, reply) = take_on_port(commands, item, &buf[..n], from, now, estop, stats, names);
+        if let Some(socket) = item.6.as_ref().and_then(|e| e.socket.as_ref()) {
+            send(socket, from, &reply, stats);
+        }
+        if matches!(taken, Taken::Answer) {
+            answered = true;
+            if one {
+                return true;
+            }
+        }
+    }
+}
+
+/// Reads one datagram from the update-all port and carries out its slots; the robots it gave
+/// commands to, or `None` when nothing was waiting.
+fn read_update_all(
+    commands: &mut Commands,
+    socket: &UdpSocket,
+    robots: &mut Query<RobotItem>,
+    order: &RobotOrder,
+    now: f64,
+    estop: bool,
+    stats: &mut LinkStats,
+    names: &Query<&Name>,
+    buf: &mut [u8],
+) -> Option<Vec<Entity>> {
+    let (n, from) = match socket.recv_from(buf) {
+        Ok(x) => x,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
+        Err(e) => {
+            stats.last_error = Some(format!("update-all UDP: {e}"));
+            return None;
+        }
+    };
+    stats.packets_received += 1;
+    let slots = match decode(&buf[..n]) {
+        Ok(Command::UpdateAll(slots)) => slots,
+        Ok(other) => {
+            stats.refused += 1;
+            let reply =
+                error(ErrorCode::NotAllowed, format!("{} is not accepted on the update-all port", other.name()));
+            send(socket, from, &reply, stats);
+            return Some(Vec::new());
+        }
+        Err(e) => {
+            stats.malformed += 1;
+            stats.last_error = Some(format!("{from} -> update-all: {e}"));
+            send(socket, from, &error(e.code(), e.to_string()), stats);
+            return Some(Vec::new());
+        }
+    };
+    let mut driven = Vec::new();
+    for (i, slot) in slots.iter().enumerate().filter(|(_, s)| s.bot != EMPTY_SLOT) {
+        let target = order.0.get(usize::from(slot.bot)).copied();
+        let item = target.and_then(|e| robots.get_mut(e).ok()).filter(|item| item.7.external);
+        let Some((bot, robot, t, battery, bump, gripper, _, mut link, mut outbox)) = item else {
+            stats.refused += 1;
+            let reply = error(ErrorCode::UnknownBot, format!("slot {i}: no external robot with index {}", slot.bot));
+            send(socket, from, &reply, stats);
+            continue;
+        };
+        arrived(commands, bot, &mut link, now);
+        let reply = if estop {
+            stats.refused += 1;
+            error(ErrorCode::NotAllowed, format!("slot {i}: emergency stop engaged"))
+        } else {
+            outbox.commands.push(Command::Move { linear: slot.linear, angular: slot.angular });
+            outbox.commands.push(Command::Grip { close: slot.grip });
+            outbox.commands.push(Command::Lamp { on: slot.lamp });
+            status_of(robot, t, battery, bump, gripper, names)
+        };
+        driven.push(bot);
+        send(socket, from, &reply, stats);
+    }
+    Some(driven)
+}
+
+/// Polls every socket once per step; in lock-step, takes one packet of each robot and waits for
+/// those of online controllers (see [`UdpLockstep`]).
 pub(super) fn receive(
     mut commands: Commands,
     time: Res<SimTime>,
     estop: Res<EmergencyStop>,
+    lockstep: Res<UdpLockstep>,
+    active: Res<ActiveScene>,
     mut stats: ResMut<LinkStats>,
     update_all: Res<UpdateAllSocket>,
     order: Res<RobotOrder>,
@@ -157,104 +340,133 @@ pub(super) fn receive(
     names: Query<&Name>,
 ) {
     let now = time.seconds();
+    let (lock, estop) = (lockstep.0, estop.engaged);
     let mut buf = [0u8; 2048];
-    for (bot, robot, t, battery, bump, gripper, endpoint, mut link, mut outbox) in &mut robots {
-        let Some(mut endpoint) = endpoint else { continue };
-        let endpoint = &mut *endpoint;
-        let Some(socket) = endpoint.socket.as_ref() else { continue };
-        loop {
-            let (n, from) = match socket.recv_from(&mut buf) {
-                Ok(x) => x,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    stats.last_error = Some(format!("UDP {}: {e}", link.announced_name));
+    // In lock-step: the robots whose controllers are online must each answer this step.
+    let awaited: Vec<Entity> = if lock {
+        robots
+            .iter()
+            .filter(|r| r.7.external && r.7.state == LinkState::Online && r.6.is_some_and(|e| e.socket.is_some()))
+            .map(|r| r.0)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let settings = &active.scene.programs;
+    let deadline = Instant::now() + Duration::from_secs_f32(settings.step_timeout);
+    let mut answered: Vec<Entity> = Vec::new();
+    loop {
+        for mut item in &mut robots {
+            if item.6.is_none() || (lock && answered.contains(&item.0)) {
+                continue;
+            }
+            if read_port(&mut commands, &mut item, lock, now, estop, &mut stats, &names, &mut buf) && lock {
+                answered.push(item.0);
+            }
+        }
+        if let Some(socket) = update_all.socket.as_ref() {
+            // Free-running: all that waits; in lock-step, one datagram a pass while a robot is
+            // still to answer.
+            while !lock || awaited.iter().any(|e| !answered.contains(e)) {
+                let Some(driven) = read_update_all(
+                    &mut commands,
+                    socket,
+                    &mut robots,
+                    &order,
+                    now,
+                    estop,
+                    &mut stats,
+                    &names,
+                    &mut buf,
+                ) else {
+                    break;
+                };
+                answered.extend(driven);
+                if lock {
                     break;
                 }
-            };
-            stats.packets_received += 1;
-            endpoint.peer = Some(from);
-            let reply = match decode(&buf[..n]) {
-                Err(e) => {
-                    stats.malformed += 1;
-                    stats.last_error = Some(format!("{from} -> {}: {e}", link.announced_name));
-                    error(e.code(), e.to_string())
-                }
-                Ok(Command::Disconnect) => {
-                    link.last_packet_s = now;
-                    set_state(&mut commands, bot, &mut link, LinkState::Offline);
-                    stop_drive(&mut outbox);
-                    status_of(robot, t, battery, bump, gripper, &names)
-                }
-                Ok(cmd @ (Command::Move { .. } | Command::Grip { .. } | Command::Lamp { .. })) => {
-                    arrived(&mut commands, bot, &mut link, now);
-                    if estop.engaged {
-                        stats.refused += 1;
-                        error(ErrorCode::NotAllowed, "emergency stop engaged")
-                    } else {
-                        outbox.commands.push(cmd);
-                        status_of(robot, t, battery, bump, gripper, &names)
-                    }
-                }
-                Ok(Command::Ping | Command::StatusRequest) => {
-                    arrived(&mut commands, bot, &mut link, now);
-                    status_of(robot, t, battery, bump, gripper, &names)
-                }
-                Ok(other) => {
-                    stats.refused += 1;
-                    error(ErrorCode::NotAllowed, format!("{} is not accepted on a robot's port", other.name()))
-                }
-            };
-            send(socket, from, &reply, &mut stats);
+            }
+        }
+        let missing: Vec<Entity> = awaited.iter().copied().filter(|e| !answered.contains(e)).collect();
+        if !lock || missing.is_empty() || Instant::now() >= deadline || crate::sim::stop::requested() {
+            late(&mut commands, &mut robots, &missing, settings.late, &mut stats);
+            return;
+        }
+        let mut fds: Vec<std::os::fd::BorrowedFd> = missing
+            .iter()
+            .filter_map(|e| robots.get(*e).ok())
+            .filter_map(|r| r.6.and_then(|ep| ep.socket.as_ref()).map(|s| s.as_fd()))
+            .collect();
+        fds.extend(update_all.socket.as_ref().map(|s| s.as_fd()));
+        wait_readable(&fds, deadline.min(Instant::now() + Duration::from_millis(50)));
+    }
+}
+
+/// Robots whose controllers did not answer a lock-step in time, as `programs.late` says.
+fn late(
+    commands: &mut Commands,
+    robots: &mut Query<RobotItem>,
+    missing: &[Entity],
+    policy: LatePolicy,
+    stats: &mut LinkStats,
+) {
+    for &e in missing {
+        let Ok((bot, .., mut link, mut outbox)) = robots.get_mut(e) else { continue };
+        stats.late += 1;
+        match policy {
+            LatePolicy::Keep => {}
+            LatePolicy::Stop => stop_drive(&mut outbox),
+            LatePolicy::Drop => {
+                set_state(commands, bot, &mut link, LinkState::Offline);
+                stop_drive(&mut outbox);
+            }
         }
     }
-    let Some(socket) = update_all.socket.as_ref() else { return };
-    loop {
-        let (n, from) = match socket.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-            Err(e) => {
-                stats.last_error = Some(format!("update-all UDP: {e}"));
-                break;
-            }
+}
+
+/// `poll(2)` until one of `fds` is readable or `until`.
+fn wait_readable(fds: &[std::os::fd::BorrowedFd], until: Instant) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let left = until.saturating_duration_since(Instant::now());
+    let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    let mut polled: Vec<PollFd> = fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)).collect();
+    let _ = poll(&mut polled, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX));
+}
+
+/// Holds step 0 of a lock-step run until every external robot's controller has sent a packet
+/// (one waiting on its own port, or a slot of the first waiting update-all packet).
+pub(super) fn await_controllers(
+    time: Res<SimTime>,
+    lockstep: Res<UdpLockstep>,
+    update_all: Res<UpdateAllSocket>,
+    order: Res<RobotOrder>,
+    robots: Query<(Entity, &Name, &UdpEndpoint, &BotLink)>,
+    mut gate: ResMut<StepGate>,
+) {
+    let waiting: Vec<String> = if lockstep.0 && time.step == 0 {
+        let mut buf = [0u8; 2048];
+        let in_update_all: Vec<Entity> = match update_all.socket.as_ref().map(|s| s.peek_from(&mut buf)) {
+            Some(Ok((n, _))) => match decode(&buf[..n]) {
+                Ok(Command::UpdateAll(slots)) => {
+                    slots.iter().filter_map(|s| order.0.get(usize::from(s.bot)).copied()).collect()
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
         };
-        stats.packets_received += 1;
-        let slots = match decode(&buf[..n]) {
-            Ok(Command::UpdateAll(slots)) => slots,
-            Ok(other) => {
-                stats.refused += 1;
-                let reply =
-                    error(ErrorCode::NotAllowed, format!("{} is not accepted on the update-all port", other.name()));
-                send(socket, from, &reply, &mut stats);
-                continue;
-            }
-            Err(e) => {
-                stats.malformed += 1;
-                stats.last_error = Some(format!("{from} -> update-all: {e}"));
-                send(socket, from, &error(e.code(), e.to_string()), &mut stats);
-                continue;
-            }
-        };
-        for (i, slot) in slots.iter().enumerate().filter(|(_, s)| s.bot != EMPTY_SLOT) {
-            let target = order.0.get(usize::from(slot.bot)).copied();
-            let item = target.and_then(|e| robots.get_mut(e).ok()).filter(|item| item.7.external);
-            let Some((bot, robot, t, battery, bump, gripper, _, mut link, mut outbox)) = item else {
-                stats.refused += 1;
-                let reply =
-                    error(ErrorCode::UnknownBot, format!("slot {i}: no external robot with index {}", slot.bot));
-                send(socket, from, &reply, &mut stats);
-                continue;
-            };
-            arrived(&mut commands, bot, &mut link, now);
-            let reply = if estop.engaged {
-                stats.refused += 1;
-                error(ErrorCode::NotAllowed, format!("slot {i}: emergency stop engaged"))
-            } else {
-                outbox.commands.push(Command::Move { linear: slot.linear, angular: slot.angular });
-                outbox.commands.push(Command::Grip { close: slot.grip });
-                outbox.commands.push(Command::Lamp { on: slot.lamp });
-                status_of(robot, t, battery, bump, gripper, &names)
-            };
-            send(socket, from, &reply, &mut stats);
-        }
+        robots
+            .iter()
+            .filter(|(_, _, ep, link)| link.external && link.state != LinkState::Online && ep.socket.is_some())
+            .filter(|(e, _, ep, _)| {
+                let here = ep.socket.as_ref().is_some_and(|s| s.peek_from(&mut [0u8; 1]).is_ok());
+                !here && !in_update_all.contains(e)
+            })
+            .map(|(_, name, _, _)| name.to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if gate.outside != waiting {
+        gate.outside = waiting;
     }
 }

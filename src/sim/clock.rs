@@ -22,13 +22,27 @@ pub enum Speed {
 /// (robot programs still to register before step 0). Queued steps wait; nothing is lost.
 #[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
 pub struct StepGate {
-    /// Why the loop waits, for the panel; empty when it may step.
+    /// The program robots the loop waits for, for the panel; empty when they are all there.
     pub waiting_for: Vec<String>,
+    /// The external robots whose UDP controllers have not spoken yet (in lock-step runs).
+    pub outside: Vec<String>,
 }
 
 impl StepGate {
     pub fn held(&self) -> bool {
-        !self.waiting_for.is_empty()
+        !self.waiting_for.is_empty() || !self.outside.is_empty()
+    }
+
+    /// What the loop waits for, in words.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.waiting_for.is_empty() {
+            parts.push(self.waiting_for.join(", "));
+        }
+        if !self.outside.is_empty() {
+            parts.push(format!("the UDP controllers of {}", self.outside.join(", ")));
+        }
+        parts.join("; ")
     }
 }
 

@@ -432,7 +432,7 @@ fn programs_section(ui: &mut egui::Ui, views: &ControllerViews, selection: &mut 
             (None, None) => ui.label("not listening"),
         };
         if views.gate.held() {
-            ui.colored_label(palette::ESTOP, format!("waiting for: {}", views.gate.waiting_for.join(", ")));
+            ui.colored_label(palette::ESTOP, format!("waiting for: {}", views.gate.describe()));
         }
         let s = &server.stats;
         ui.label(
@@ -545,13 +545,15 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
         let t = &m.totals;
         ui.label(
             egui::RichText::new(format!(
-                "manager: rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}",
+                "manager: rounds {}  update-all {}  unicast {}  statuses {}  held back {}  watchdog stops {}  \
+                 connects failed {}",
                 m.rounds,
                 t.sent.update_all.packets + t.sent.multicast.packets + t.sent.update_all_unicast.packets,
                 t.sent.unicast.packets,
                 t.statuses,
                 t.duplicates_held,
-                t.watchdog_stops
+                t.watchdog_stops,
+                t.connect_failures
             ))
             .small(),
         );
@@ -850,13 +852,14 @@ fn bot_link_controls(ui: &mut egui::Ui, link: &BotLink, ask: &mut dyn FnMut(Link
     ui.label(
         egui::RichText::new(format!(
             "sent {} unicast, {update_all} update-all; received {} ({} statuses, {} malformed); \
-             held back {}; watchdog stops {}; state changes {}",
+             held back {}; watchdog stops {}; connects failed {}; state changes {}",
             c.sent.unicast.packets,
             c.received.packets,
             c.statuses,
             c.malformed,
             c.duplicates_held,
             c.watchdog_stops,
+            c.connect_failures,
             c.state_changes
         ))
         .small(),
