@@ -122,7 +122,9 @@ fn forward_from_home_ends_in_the_open_or_hits_wall_down() {
     assert_eq!(reply, (200, serde_json::json!({"endmove":"false","move":"moveForward-collision"})));
     assert_eq!(events[0], serde_json::json!({"collision":"moveForward","target":"wallDown"}), "{events:?}");
     let y = robot_y(&mut app);
-    assert!((y - 2.36).abs() < 0.1, "stopped at the wall, y = {y}");
+    // Where it was the frame before it touched the wall (which it touches at 2.36): its frames
+    // are 0.24 apart from 19.68, so the last one short of the wall is 2.40.
+    assert!((y - LAST_FRAME_SHORT).abs() < 0.01, "stopped a frame short of the wall, y = {y}");
     let _ = started;
 }
 
@@ -132,10 +134,14 @@ fn heading_deg(app: &mut App) -> f32 {
     pose(q.single(world).unwrap()).1.to_degrees()
 }
 
-/// After a collision the robot stands at the obstacle. A move away from it succeeds; a move into
-/// it collides at once, without moving (the original server stops a blocked robot short of the
-/// obstacle and tests every next position). Course clients run their tests one after another
-/// and depend on both.
+/// Where WEnv leaves the robot of the 2023 room after it drove from HOME into wallDown: where it
+/// was the frame before it touched (19.68 - 72 frames of 0.24).
+const LAST_FRAME_SHORT: f32 = 19.68 - 72.0 * 0.24;
+
+/// After a collision the robot stands a frame short of the obstacle. A move away from it
+/// succeeds; a move into it collides after that frame (the original server stops a blocked
+/// robot short of the obstacle and tests every next position). Course clients run their tests
+/// one after another and depend on both.
 #[test]
 fn from_an_obstacle_a_move_away_succeeds_and_a_move_into_it_collides_at_once() {
     let (mut app, http, ws) = wenv(Dialect::Vr2023);
@@ -157,9 +163,28 @@ fn from_an_obstacle_a_move_away_succeeds_and_a_move_into_it_collides_at_once() {
         "the collision is reported: {events:?}"
     );
     assert_eq!(away.1, serde_json::json!({"endmove":"true","move":"moveBackward"}));
-    // 300 ms backwards at 12 units/s from the wall.
+    // 300 ms backwards at 12 units/s from a frame short of the wall.
     let y = robot_y(&mut app);
-    assert!((y - (2.36 + 3.6)).abs() < 0.2, "y = {y}");
+    assert!((y - (LAST_FRAME_SHORT + 3.6)).abs() < 0.2, "y = {y}");
+}
+
+/// The course's boundary walk, as its clients do it in each dialect: forward into the far wall,
+/// backward into the wall behind home, then 100 ms forward and 100 ms back. WEnv leaves a robot
+/// that hit something a frame short of it, so the last move comes back to that spot and touches
+/// nothing.
+#[test]
+fn the_courses_boundary_walk_ends_its_last_short_move_without_a_collision() {
+    for dialect in [Dialect::Vr2021, Dialect::Vr2022, Dialect::Vr2023] {
+        let (mut app, http, ws) = wenv(dialect);
+        let replies = drive(&mut app, move || {
+            let _socket = connect(ws);
+            [("moveForward", 2000), ("moveBackward", 2000), ("moveForward", 100), ("moveBackward", 100)]
+                .map(|(m, t)| post(http, &format!(r#"{{"robotmove":"{m}","time":{t}}}"#)).1)
+        });
+        let ok = |v: &Value| v["endmove"] == "true" || v["endmove"] == true;
+        assert!(!ok(&replies[0]) && !ok(&replies[1]), "{dialect:?}: both walls are hit: {replies:?}");
+        assert!(ok(&replies[2]) && ok(&replies[3]), "{dialect:?}: the short moves end normally: {replies:?}");
+    }
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! the one-move-at-a-time session of each robot as plain types. The think-stage system here
 //! feeds the session with what clients sent, the bump sensor's new contacts and the sonars'
 //! beams, and carries out its effects: replies, broadcasts, and motions through the skill system
-//! (`Velocity` at the robot's speed for straight moves, a timed `TurnFor` quarter turn, `Stop`).
+//! (`Velocity` at the robot's speed for straight moves, a timed `TurnFor` quarter turn, `Stop`,
+//! and after a collision a `MoveAhead` of one step's travel back, so the robot stands a frame
+//! short of the obstacle as WEnv leaves it).
 //!
 //! Servers outlive a scene reload when the new scene keeps the robot's ports, so clients stay
 //! connected; port 0 picks a free port (tests).
@@ -27,7 +29,7 @@ pub use server::{Endpoint, Inbound};
 use crate::robot::{BumpEvent, BumpSensor, Robot, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::sim::{LoadSystems, SimTime, add_report_section};
-use crate::skills::{SkillRequest, Stop, TurnFor, Velocity};
+use crate::skills::{MoveAhead, SkillRequest, Stop, TurnFor, Velocity};
 use crate::world::Sonar;
 
 /// Sonar events for one robot and sonar come at most this often, simulated seconds (as WEnv).
@@ -249,6 +251,9 @@ pub(super) fn drive_remote_robots(
                         request.set(TurnFor::new(side * std::f32::consts::FRAC_PI_2, secs as f32));
                     }
                     Motion::Stop => request.set(Stop),
+                    Motion::BackOff(ahead) => {
+                        request.set(MoveAhead::new(-ahead * robot.max_speed * time.dt, robot.max_speed));
+                    }
                 },
                 Effect::Note(line) => {
                     warn!("remote robot on port {}: {line}", remote.key.1);

@@ -137,6 +137,12 @@ pub enum Motion {
     /// A quarter turn, left (+1) or right (-1), lasting this many seconds.
     Turn(f32, f64),
     Stop,
+    /// A straight move forwards (+1) or backwards (-1) hit something: go back to where the robot
+    /// was a frame before. WEnv puts a robot that hits an obstacle back where it was a frame
+    /// before, short of it, so a move that later comes back to that spot touches nothing; crsim's
+    /// robot backs off by one step's travel at its speed (the step that took it into the
+    /// obstacle), then stands.
+    BackOff(f32),
 }
 
 /// What the session wants done.
@@ -317,7 +323,8 @@ impl Session {
             return out;
         };
         let m = r.mv.as_str();
-        out.push(Effect::Drive(Motion::Stop));
+        let ahead = if r.mv == MoveName::MoveForward { 1.0 } else { -1.0 };
+        out.push(Effect::Drive(Motion::BackOff(ahead)));
         match self.dialect {
             Dialect::Vr2023 => {
                 r.state = State::Collided;
@@ -448,6 +455,7 @@ mod tests {
         let e = s.collision("wallDown", 0.84);
         assert_eq!(broadcasts(&e), vec![r#"{"collision":"moveForward","target":"wallDown"}"#]);
         assert!(replies(&e).is_empty());
+        assert!(e.contains(&Effect::Drive(Motion::BackOff(1.0))), "one frame short of the wall, as WEnv: {e:?}");
         // A new HTTP move is accepted once the running one has collided; the old one ends now.
         let e = s.tick(2.0, 1);
         assert!(e.is_empty());
