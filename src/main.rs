@@ -149,6 +149,10 @@ enum Command {
         /// robots, else one); results do not depend on it.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         threads: Option<u16>,
+        /// Keep running when the last robot program has gone (by default a run whose programs
+        /// all disconnected ends there, saying so, so nothing keeps it running unseen).
+        #[arg(long)]
+        keep_serving: bool,
     },
     /// Replay a recording in the app with a timeline; --frames renders it to PNG frames instead.
     Replay {
@@ -202,6 +206,10 @@ enum Command {
         /// Worker processes (default: the number of cores).
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
+        /// The crsim the plan's commands run, as the machines that run them see it (default: the
+        /// path this crsim was started by, made absolute; a bare name is looked up on their PATH).
+        #[arg(long, value_name = "PATH")]
+        bin: Option<PathBuf>,
     },
     /// Merge a sweep's results into results.csv and summary.csv (mean, sd, 95% CI per
     /// condition) and print the summary; --plot draws a PNG.
@@ -217,6 +225,10 @@ enum Command {
         /// The PNG to write (default: DIR/plot-METRIC.png).
         #[arg(long, value_name = "PNG", requires = "plot")]
         out: Option<PathBuf>,
+        /// Exit 0 even when some runs are missing, failed, interrupted or corrupt (by default
+        /// collect writes what there is and exits 3, so a script or a job chain notices).
+        #[arg(long)]
+        partial: bool,
     },
     /// Play one robot of a scene as a bot outside crsim, for a bot manager to drive over UDP (a
     /// scene robot with `outside: Some("ADDR:PORT")`); prints its counters when stopped (Ctrl-C).
@@ -307,6 +319,7 @@ fn main() -> ExitCode {
             record,
             serve_viewer,
             threads,
+            keep_serving,
         }) => {
             let dump_network = dump_network.as_deref();
             let outside = outside.into();
@@ -321,6 +334,7 @@ fn main() -> ExitCode {
                 record: record.as_deref(),
                 serve_viewer,
                 threads,
+                keep_serving,
             };
             run(&scene, steps, options)
         }
@@ -329,11 +343,8 @@ fn main() -> ExitCode {
         Some(Command::View { addr }) => view_command(&addr),
         Some(Command::Inspect { recording, step }) => inspect_command(&recording, step),
         Some(Command::Check { files }) => check(&files),
-        Some(Command::Sweep { sweep, dir, plan, jobs }) => sweep_command(&sweep, dir, plan, jobs),
-        Some(Command::Collect { dir, plot, by, out }) => {
-            quiet_on_closed_output();
-            collect_command(&dir, plot.zip(by), out)
-        }
+        Some(Command::Sweep { sweep, dir, plan, jobs, bin }) => sweep_command(&sweep, dir, plan, jobs, bin),
+        Some(Command::Collect { dir, plot, by, out, partial }) => collect_command(&dir, plot.zip(by), out, partial),
         Some(Command::Bot { scene, robot, port, address, out }) => {
             bot_command(&scene, &robot, &address, port, out.as_deref())
         }
@@ -355,13 +366,13 @@ fn bot_command(scene: &Path, robot: &str, address: &str, port: u16, out: Option<
     if let Err(e) = signals::install() {
         eprintln!("{e}");
     }
-    println!("bot {} (id {}) of {}: listening on UDP {}", bot.name, bot.id, scene.display(), bot.local);
+    crsim::say!("bot {} (id {}) of {}: listening on UDP {}", bot.name, bot.id, scene.display(), bot.local);
     if let Some(e) = &bot.group_error {
-        println!("{e}; update-all packets are taken on the port only");
+        crsim::say!("{e}; update-all packets are taken on the port only");
     }
     bot.serve(signals::requested);
     let s = &bot.stats;
-    println!(
+    crsim::say!(
         "bot {}: received {} packets ({} bytes), {} rounds, {} for other bots, {} malformed, {} refused; \
          sent {} statuses, {} errors; {} watchdog stops",
         bot.name,
@@ -527,6 +538,7 @@ struct RunOptions<'a> {
     record: Option<&'a Path>,
     serve_viewer: Option<u16>,
     threads: Option<u16>,
+    keep_serving: bool,
 }
 
 /// What the command line says about robots driven from outside, for the app and for `run`.
@@ -544,8 +556,19 @@ impl Outside {
 }
 
 fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions { seed, out, no_radio, dump_network, realtime, until, outside, record, serve_viewer, threads } =
-        options;
+    let RunOptions {
+        seed,
+        out,
+        no_radio,
+        dump_network,
+        realtime,
+        until,
+        outside,
+        record,
+        serve_viewer,
+        threads,
+        keep_serving,
+    } = options;
     let Outside { protocol, program_port, overrides } = outside;
     if let Err(e) = signals::install() {
         eprintln!("{e}");
@@ -588,6 +611,8 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     let address = scene.botlink.address.clone();
     let mut app = headless_app_with(scene, SceneSource::File(path.to_path_buf()), |app| {
         app.insert_resource(ProgramPortOverride(program_port))
+            // As fast as it goes, robots driven over UDP wait for their controllers each step.
+            .insert_resource(crsim::botlink::udp::UdpLockstep(!realtime))
             .insert_resource(overrides)
             .insert_resource(RunUntil { until, reached_at: None });
     });
@@ -606,18 +631,29 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut remotes = app.world_mut().query::<(&Name, &Remote)>();
+    let mut any_remote = false;
     for (name, remote) in remotes.iter(app.world()) {
         if let (Some(http), Some(ws)) = (remote.http, remote.ws) {
-            println!("remote robot {name}: http://{http}/api/move  ws://{ws}");
+            crsim::say!("remote robot {name}: http://{http}/api/move  ws://{ws}");
+            any_remote = true;
         }
     }
+    if any_remote && !realtime {
+        eprintln!(
+            "note: without --realtime this run steps as fast as it can, thousands of steps between two requests \
+             of a VirtualRobot client (a move of 300 ms is over before the client has read its reply); add \
+             --realtime to keep simulated time with the wall clock, as WEnv does"
+        );
+    }
     if let Some(addr) = app.world().resource::<ProgramServer>().local {
-        println!("programs: listening on {addr}");
+        crsim::say!("programs: listening on {addr}");
     }
     let bar = progress_bar(steps);
     let start = Instant::now();
     let mut done = 0;
-    let finished = |app: &App| app.world().resource::<RunUntil>().reached_at.is_some();
+    // Programs that drove robots here and have all gone end the run (unless --keep-serving).
+    let programs_gone = |app: &App| !keep_serving && app.world().resource::<ProgramServer>().abandoned();
+    let finished = |app: &App| app.world().resource::<RunUntil>().reached_at.is_some() || programs_gone(app);
     if let Err(code) = wait_for_programs(&mut app) {
         return code;
     }
@@ -671,6 +707,12 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
         }
     }
     bar.finish_and_clear();
+    if programs_gone(&app) {
+        crsim::say!(
+            "programs: the last program has gone; the run ends at step {} (--keep-serving keeps it running)",
+            app.world().resource::<SimTime>().step
+        );
+    }
     let interrupted = done < steps && !finished(&app);
     crsim::control::programs::finish(
         app.world_mut(),
@@ -678,7 +720,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     );
     let mut report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
     report.interrupted = interrupted;
-    println!("{}", report.summary());
+    crsim::say!("{}", report.summary());
     let recorder_errors = {
         let mut rec = app.world_mut().resource_mut::<Recorder>();
         rec.finish(interrupted);
@@ -686,7 +728,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     };
     if let Some(file) = record {
         if recorder_errors.is_empty() {
-            println!("recording: {}", file.display());
+            crsim::say!("recording: {}", file.display());
         } else {
             for e in &recorder_errors {
                 eprintln!("{e}");
@@ -696,7 +738,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
     if let Some(robot) = dump_network
         && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
     {
-        println!("\n{dump}");
+        crsim::say!("\n{dump}");
     }
     if let Some(out) = out {
         let json = match serde_json::to_string_pretty(&report) {
@@ -710,7 +752,7 @@ fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
-        println!("metrics: {}", out.display());
+        crsim::say!("metrics: {}", out.display());
     }
     if report.interrupted {
         ExitCode::from(INTERRUPTED)
@@ -734,7 +776,7 @@ fn start_recording(
     }
     if let Some((address, port)) = viewer {
         let server = ViewerServer::open(address, port, meta)?;
-        println!("viewers: listening on {}  (crsim view {})", server.local, server.local);
+        crsim::say!("viewers: listening on {}  (crsim view {})", server.local, server.local);
         app.world_mut().resource_mut::<Recorder>().add_sink(server.sink());
         app.insert_resource(server);
     }
@@ -812,7 +854,6 @@ fn view_command(addr: &str) -> ExitCode {
 }
 
 fn inspect_command(path: &Path, step: Option<u64>) -> ExitCode {
-    quiet_on_closed_output();
     let opened = Instant::now();
     let mut r = match open_recording(path) {
         Ok(r) => r,
@@ -823,25 +864,25 @@ fn inspect_command(path: &Path, step: Option<u64>) -> ExitCode {
     let m = r.meta.clone();
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let robot_steps = (last - first + 1) * m.robots.len().max(1) as u64;
-    println!("recording: {}", path.display());
-    println!("crsim: {} (format {})", m.crsim_version, m.format_version);
-    println!("scene: {} (seed {}, dt {} s)", m.scene_path, m.seed, m.dt);
-    println!("robots: {}   pens: {}", m.robots.len(), m.pens.len());
-    println!("steps: {first}..={last}");
+    crsim::say!("recording: {}", path.display());
+    crsim::say!("crsim: {} (format {})", m.crsim_version, m.format_version);
+    crsim::say!("scene: {} (seed {}, dt {} s)", m.scene_path, m.seed, m.dt);
+    crsim::say!("robots: {}   pens: {}", m.robots.len(), m.pens.len());
+    crsim::say!("steps: {first}..={last}");
     match (&r.end, r.describe_end()) {
-        (_, Some(note)) => println!("end: {note}"),
+        (_, Some(note)) => crsim::say!("end: {note}"),
         (Some(e), None) => {
-            println!("end: {} steps, hash {}{}", e.steps, e.hash, if e.interrupted { ", interrupted" } else { "" })
+            crsim::say!("end: {} steps, hash {}{}", e.steps, e.hash, if e.interrupted { ", interrupted" } else { "" })
         }
-        (None, None) => println!("end: not recorded"),
+        (None, None) => crsim::say!("end: not recorded"),
     }
-    println!("size: {size} bytes, {:.2} bytes per robot-step", size as f64 / robot_steps as f64);
-    println!("opened in {open_ms:.1} ms");
+    crsim::say!("size: {size} bytes, {:.2} bytes per robot-step", size as f64 / robot_steps as f64);
+    crsim::say!("opened in {open_ms:.1} ms");
     if let Some(s) = step {
         let t = Instant::now();
         match r.frame(s) {
             Ok(f) => {
-                println!(
+                crsim::say!(
                     "step {}: read in {:.1} ms, hash {}",
                     f.step.step,
                     t.elapsed().as_secs_f64() * 1e3,
@@ -849,13 +890,13 @@ fn inspect_command(path: &Path, step: Option<u64>) -> ExitCode {
                 );
                 for (i, name) in m.robots.iter().enumerate().take(10) {
                     let (x, y) = (f.robots.x.get(i).copied().unwrap_or(0), f.robots.y.get(i).copied().unwrap_or(0));
-                    println!("  {name}: ({:.3}, {:.3})", x as f64 / 1e3, y as f64 / 1e3);
+                    crsim::say!("  {name}: ({:.3}, {:.3})", x as f64 / 1e3, y as f64 / 1e3);
                 }
                 if m.robots.len() > 10 {
-                    println!("  ... and {} more robots", m.robots.len() - 10);
+                    crsim::say!("  ... and {} more robots", m.robots.len() - 10);
                 }
                 for e in &f.events {
-                    println!("  event: {e}");
+                    crsim::say!("  event: {e}");
                 }
             }
             Err(e) => {
@@ -894,7 +935,7 @@ fn verify_command(path: &Path, scene: Option<&Path>) -> ExitCode {
     bar.finish_and_clear();
     match verdict {
         Ok(v) => {
-            println!("{}", v.describe());
+            crsim::say!("{}", v.describe());
             if matches!(v, Verdict::Identical { .. }) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Err(e) => {
@@ -920,15 +961,23 @@ fn wait_for_programs(app: &mut App) -> Result<(), ExitCode> {
     let mut said = false;
     while app.world().resource::<StepGate>().held() {
         if !said {
-            println!("programs: waiting for {}", app.world().resource::<StepGate>().waiting_for.join(", "));
+            crsim::say!("programs: waiting for {}", app.world().resource::<StepGate>().describe());
             said = true;
         }
         if signals::requested() {
             return Ok(());
         }
         if start.elapsed().as_secs_f32() > wait {
-            let missing = app.world().resource::<StepGate>().waiting_for.join(", ");
-            eprintln!("programs: no program registered {missing} within {wait} s; giving up");
+            let gate = app.world().resource::<StepGate>();
+            if !gate.waiting_for.is_empty() {
+                eprintln!("programs: no program registered {} within {wait} s; giving up", gate.waiting_for.join(", "));
+            }
+            if !gate.outside.is_empty() {
+                eprintln!(
+                    "udp: no controller sent a packet to {} within {wait} s (programs.wait_for_robots); giving up",
+                    gate.outside.join(", ")
+                );
+            }
             return Err(ExitCode::from(2));
         }
         app.update();
@@ -961,10 +1010,10 @@ fn check(files: &[PathBuf]) -> ExitCode {
             load_scene_file(f).map(|_| ()).map_err(|e| e.to_string())
         };
         match result {
-            Ok(()) => println!("{}: ok", f.display()),
+            Ok(()) => crsim::say!("{}: ok", f.display()),
             Err(e) => {
                 bad += 1;
-                println!("{e}");
+                crsim::say!("{e}");
             }
         }
     }
@@ -976,7 +1025,13 @@ fn check(files: &[PathBuf]) -> ExitCode {
     }
 }
 
-fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs: Option<usize>) -> ExitCode {
+fn sweep_command(
+    file: &Path,
+    dir: Option<PathBuf>,
+    plan: Option<PathBuf>,
+    jobs: Option<usize>,
+    bin: Option<PathBuf>,
+) -> ExitCode {
     use crsim::experiment::{plan::write_plan, runner, sweep::load_sweep};
     if let Err(e) = signals::install() {
         eprintln!("{e}");
@@ -996,16 +1051,18 @@ fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs:
             file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into())
         ))
     });
-    if let Err(e) = write_plan(&sweep, &dir, &crsim) {
+    let started_as = bin.or_else(|| std::env::args_os().next().map(PathBuf::from));
+    let planned = crsim::experiment::plan::plan_binary(started_as.as_deref(), &crsim);
+    if let Err(e) = write_plan(&sweep, &dir, &planned) {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     let d = dir.display();
     if only_plan {
-        println!("planned {} runs in {d}", sweep.runs.len());
-        println!("  GNU parallel: parallel --joblog {d}/joblog --resume < {d}/commands.txt");
-        println!("  SLURM:        sbatch {d}/slurm.sh");
-        println!("  then:         crsim collect {d}");
+        crsim::say!("planned {} runs in {d}", sweep.runs.len());
+        crsim::say!("  GNU parallel: parallel --joblog {d}/joblog --resume < {d}/commands.txt");
+        crsim::say!("  SLURM:        sbatch {d}/slurm.sh");
+        crsim::say!("  then:         crsim collect {d}");
         return ExitCode::SUCCESS;
     }
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
@@ -1029,7 +1086,7 @@ fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs:
         runner::Outcome::Stopped => {}
     });
     bar.finish_and_clear();
-    println!(
+    crsim::say!(
         "{} runs: {} done now, {} done before, {} failed{}",
         summary.total,
         summary.done,
@@ -1042,11 +1099,11 @@ fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs:
         }
     );
     for (id, e) in &summary.failed {
-        println!("  {id}: {}", e.lines().next().unwrap_or_default());
+        crsim::say!("  {id}: {}", e.lines().next().unwrap_or_default());
     }
-    println!("results in {d}/runs; collect them with: crsim collect {d}");
+    crsim::say!("results in {d}/runs; collect them with: crsim collect {d}");
     if signals::requested() {
-        println!("resume with the same command: finished runs are skipped");
+        crsim::say!("resume with the same command: finished runs are skipped");
         ExitCode::from(INTERRUPTED)
     } else if summary.failed.is_empty() {
         ExitCode::SUCCESS
@@ -1055,16 +1112,12 @@ fn sweep_command(file: &Path, dir: Option<PathBuf>, plan: Option<PathBuf>, jobs:
     }
 }
 
-/// `crsim collect ... | head` ends quietly when the reader goes, as other Unix tools do, instead
-/// of failing to print. (Only for commands whose output is all there is: a run writes its
-/// metrics file after printing.)
-fn quiet_on_closed_output() {
-    use nix::sys::signal::{SigHandler, Signal, signal};
-    // SAFETY: restores the default action; no handler runs.
-    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
-}
+/// Exit code of `crsim collect` when some runs are not done (without `--partial`).
+const RUNS_NOT_OK: u8 = 3;
 
-fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathBuf>) -> ExitCode {
+/// `crsim collect`: the files (and the plot) are written first, then printed, so a reader that
+/// goes away early (`| head -1`) loses nothing.
+fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathBuf>, partial: bool) -> ExitCode {
     use crsim::experiment::{collect::collect, plot};
     let collected = match collect(dir) {
         Ok(c) => c,
@@ -1073,14 +1126,11 @@ fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathB
             return ExitCode::from(2);
         }
     };
-    println!("{}", collected.status_report());
-    println!();
-    print!("{}", collected.table());
     if let Err(e) = collected.write(dir) {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
-    println!("\nwrote {0}/results.csv and {0}/summary.csv", dir.display());
+    let mut plotted = None;
     if let Some((metric, by)) = plot {
         let data = match plot::plot_data(&collected, &metric, &by) {
             Ok(d) => d,
@@ -1097,7 +1147,23 @@ fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathB
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
-        println!("plot: {}", out.display());
+        plotted = Some(out);
+    }
+    crsim::say!("{}", collected.status_report());
+    crsim::say!();
+    crsim::run::output::print_str(&collected.table());
+    crsim::say!("\nwrote {0}/results.csv and {0}/summary.csv", dir.display());
+    if let Some(out) = plotted {
+        crsim::say!("plot: {}", out.display());
+    }
+    let not_ok = collected.not_ok();
+    if not_ok > 0 && !partial {
+        eprintln!(
+            "collect: {not_ok} of {} runs have no result to count (see above); the tables hold the others. \
+             Run the missing ones, or pass --partial to accept them as they are",
+            collected.rows.len()
+        );
+        return ExitCode::from(RUNS_NOT_OK);
     }
     ExitCode::SUCCESS
 }
@@ -1142,27 +1208,27 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    println!("robots: {}", r.robots);
-    println!("steps: {}", r.steps);
-    println!("wall_time_s: {:.3}", r.wall_time_s);
-    println!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
-    println!("physics: {}", if options.kinematic { "kinematic" } else { "rigid" });
+    crsim::say!("robots: {}", r.robots);
+    crsim::say!("steps: {}", r.steps);
+    crsim::say!("wall_time_s: {:.3}", r.wall_time_s);
+    crsim::say!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    crsim::say!("physics: {}", if options.kinematic { "kinematic" } else { "rigid" });
     if options.comms {
-        println!("deliveries: {}", r.deliveries);
-        println!("deliveries_per_s: {:.0}", r.deliveries_per_s);
+        crsim::say!("deliveries: {}", r.deliveries);
+        crsim::say!("deliveries_per_s: {:.0}", r.deliveries_per_s);
     }
     // Where a step's wall time went (all threads' work inside each stage).
     for (stage, ms) in r.stages.per_step_ms() {
-        println!("stage_ms_{stage}: {ms:.3}");
+        crsim::say!("stage_ms_{stage}: {ms:.3}");
     }
     let b = r.botlink;
     if b.rounds > 0 {
         // The bot manager's exchange of each update-all round step, on one core.
-        println!("botlink_rounds: {}", b.rounds);
-        println!("botlink_round_ms_mean: {:.3}", b.total_s / b.rounds as f64 * 1e3);
-        println!("botlink_round_ms_max: {:.3}", b.max_s * 1e3);
-        println!("botlink_packets_per_round: {:.0}", b.packets as f64 / b.rounds as f64);
-        println!("botlink_packets_per_s: {:.0}", b.packets as f64 / b.total_s.max(1e-9));
+        crsim::say!("botlink_rounds: {}", b.rounds);
+        crsim::say!("botlink_round_ms_mean: {:.3}", b.total_s / b.rounds as f64 * 1e3);
+        crsim::say!("botlink_round_ms_max: {:.3}", b.max_s * 1e3);
+        crsim::say!("botlink_packets_per_round: {:.0}", b.packets as f64 / b.rounds as f64);
+        crsim::say!("botlink_packets_per_s: {:.0}", b.packets as f64 / b.total_s.max(1e-9));
     }
     ExitCode::SUCCESS
 }

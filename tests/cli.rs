@@ -569,6 +569,16 @@ fn a_sweep_plans_for_parallel_and_slurm_runs_here_resumes_and_collects() {
     assert!(lines[2].contains(" run ") && lines[2].contains("--seed 1"), "{}", lines[2]);
     assert!(lines[2].contains("--set 'robots[gamma].battery.initial=15' --set comms.probability=0.4"), "{}", lines[2]);
     assert!(lines[2].ends_with("/runs/c01-s1.json"), "{}", lines[2]);
+    assert!(lines[0].starts_with(&format!("{} run ", env!("CARGO_BIN_EXE_crsim"))), "crsim as started: {}", lines[0]);
+    assert!(plan.join("logs").is_dir(), "SLURM opens a task's output file in logs/ before the task starts");
+    let slurm = std::fs::read_to_string(plan.join("slurm.sh")).unwrap();
+    assert!(slurm.contains(&format!("#SBATCH --output={}/logs/%A_%a.out", plan.canonicalize().unwrap().display())));
+    // --bin names the crsim as the cluster's nodes see it.
+    let other = dir.join("plan-bin");
+    let out = crsim(&["sweep", sweep.to_str().unwrap(), "--plan", other.to_str().unwrap(), "--bin", "crsim"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first = std::fs::read_to_string(other.join("commands.txt")).unwrap();
+    assert!(first.starts_with("crsim run "), "{first}");
     // The SLURM script runs line $SLURM_ARRAY_TASK_ID of the same file.
     let out = Command::new("bash").arg(plan.join("slurm.sh")).env("SLURM_ARRAY_TASK_ID", "2").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -588,9 +598,13 @@ fn a_sweep_plans_for_parallel_and_slurm_runs_here_resumes_and_collects() {
     // A corrupt result is named by collect, and redone by the next sweep.
     std::fs::write(plan.join("runs/c01-s2.json"), "{\"steps\": 3").unwrap();
     let out = crsim(&["collect", plan.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(3), "a run without a result is not success: {}", text(&out));
     assert!(text(&out).contains("4 runs: 1 corrupt, 3 ok"), "{}", text(&out));
     assert!(text(&out).contains("runs/c01-s2.json: not a run's metrics"), "{}", text(&out));
+    assert!(text(&out).contains("1 of 4 runs have no result to count"), "{}", text(&out));
+    assert!(plan.join("results.csv").exists(), "the tables are written all the same");
+    let out = crsim(&["collect", plan.to_str().unwrap(), "--partial"]);
+    assert!(out.status.success(), "{}", text(&out));
     let out = crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap()]);
     assert!(text(&out).contains("4 runs: 1 done now, 3 done before"), "{}", text(&out));
     let out = crsim(&["collect", plan.to_str().unwrap()]);
@@ -626,6 +640,7 @@ fn a_failed_run_is_recorded_and_the_others_go_on() {
     assert!(record["error"].as_str().unwrap().starts_with("exit code 2: "), "{record}");
     assert!(record["error"].as_str().unwrap().contains("no program registered alpha"), "{record}");
     let out = crsim(&["collect", dir.join("plan").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("2 runs: 2 failed"), "{}", text(&out));
     assert!(text(&out).contains("c00-s2 failed: exit code 2"), "{}", text(&out));
 }
@@ -1075,4 +1090,48 @@ fn a_bot_emulator_for_a_robot_the_scene_lacks_or_a_taken_port_is_a_clear_error()
     let out = crsim(&["bot", "scenes/explorer-outside.ron", "--robot", "explorer", "--port", &port]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains(&format!("bot \"explorer\": cannot bind UDP 127.0.0.1:{port}")), "{}", text(&out));
+}
+
+#[test]
+fn a_reader_that_goes_early_loses_nothing_and_a_metrics_file_that_cannot_be_written_is_an_error() {
+    let dir = temp_dir("pipes");
+    // `crsim run ... | true`: the reader is gone before anything is printed.
+    let out = dir.join("m.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/swarm.ron", "--steps", "2000", "--out", &out.to_string_lossy()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    assert_eq!(json_file(&out)["steps"], 2000, "the run finished and wrote its metrics");
+    // `crsim collect DIR | head -1`: the tables are written before anything is printed.
+    let sweep = write_sweep(&dir, r#"Sweep(scene: "SCENES/pens.ron", seeds: Count(2), steps: 50, metrics: ["steps"])"#);
+    let plan = dir.join("plan");
+    assert!(crsim(&["sweep", sweep.to_str().unwrap(), "--dir", plan.to_str().unwrap()]).status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["collect", plan.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    assert_eq!(first.trim(), "2 runs: 2 ok");
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(plan.join("results.csv").exists() && plan.join("summary.csv").exists());
+    // A metrics file that cannot be written is an error, and a device is not replaced.
+    let full = crsim(&["run", "scenes/pens.ron", "--steps", "5", "--out", "/dev/full"]);
+    assert_eq!(full.status.code(), Some(1), "{}", text(&full));
+    assert!(text(&full).contains("/dev/full: cannot write:"), "{}", text(&full));
+    let null = crsim(&["run", "scenes/pens.ron", "--steps", "5", "--out", "/dev/null"]);
+    assert!(null.status.success(), "{}", text(&null));
+    let t = std::fs::metadata("/dev/null").unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(&t));
 }

@@ -264,6 +264,11 @@ impl Collected {
         out
     }
 
+    /// How many runs have no result that counts (missing, failed, interrupted or corrupt).
+    pub fn not_ok(&self) -> usize {
+        self.rows.iter().filter(|r| r.status != Status::Ok).count()
+    }
+
     /// Writes `results.csv` and `summary.csv` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
         write_atomic(&dir.join("results.csv"), self.results_csv().as_bytes())?;

@@ -47,6 +47,19 @@ pub fn run_args(crsim: &Path, sweep: &Sweep, run: &PlannedRun, dir: &Path) -> Ve
     args
 }
 
+/// The crsim a plan's commands name: `started_as` (the `--bin` given, or the path this crsim was
+/// started by) as the user wrote it, only made absolute when it is a relative path, so that a
+/// cluster's nodes find it where the user's shell did (a symlink or a shared folder stays as it
+/// is, and a bare `crsim` is looked up on each node's PATH); `fallback` when there is none.
+pub fn plan_binary(started_as: Option<&Path>, fallback: &Path) -> PathBuf {
+    let Some(p) = started_as.filter(|p| !p.as_os_str().is_empty()) else { return fallback.to_path_buf() };
+    let bare = p.components().count() == 1 && !p.is_absolute() && !p.to_string_lossy().starts_with('.');
+    if p.is_absolute() || bare {
+        return p.to_path_buf();
+    }
+    std::env::current_dir().map_or_else(|_| p.to_path_buf(), |cwd| cwd.join(p))
+}
+
 /// Quotes one word for a POSIX shell (left bare when it needs no quoting).
 pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
@@ -62,6 +75,8 @@ pub fn write_plan(sweep: &Sweep, dir: &Path, crsim: &Path) -> Result<(), String>
     let shown = dir.display();
     std::fs::create_dir_all(dir.join("runs")).map_err(|e| format!("{shown}: cannot create: {e}"))?;
     let dir = dir.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
+    // SLURM opens each task's `--output` file before the task runs: its folder must be there.
+    std::fs::create_dir_all(dir.join("logs")).map_err(|e| format!("{shown}/logs: cannot create: {e}"))?;
     let scene = sweep.scene.canonicalize().map_err(|e| format!("{}: {e}", sweep.scene.display()))?;
     let sweep = &Sweep { scene, ..sweep.clone() };
     let mut manifest = String::new();
@@ -99,6 +114,7 @@ fn slurm_script(dir: &Path, runs: usize) -> String {
 #     sbatch {q}/slurm.sh
 # At most 50 tasks at once: sbatch --array=1-{runs}%50 {q}/slurm.sh
 # Collect when the array is done: crsim collect {q}
+# (Each task's output goes to {d}/logs/, made with the plan: SLURM needs it before a task starts.)
 #SBATCH --job-name=crsim-sweep
 #SBATCH --array=1-{runs}
 #SBATCH --ntasks=1
@@ -110,7 +126,6 @@ if [ -z "$line" ]; then
     echo "no line $SLURM_ARRAY_TASK_ID in {d}/commands.txt" >&2
     exit 2
 fi
-mkdir -p {q}/logs
 exec bash -c "$line"
 "#
     )
@@ -137,6 +152,17 @@ pub fn read_info(dir: &Path) -> Result<PlanInfo, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_names_crsim_as_it_was_started() {
+        let fallback = Path::new("/build/cache/debug/crsim");
+        assert_eq!(plan_binary(None, fallback), fallback);
+        assert_eq!(plan_binary(Some(Path::new("crsim")), fallback), Path::new("crsim"));
+        assert_eq!(plan_binary(Some(Path::new("/opt/bin/crsim")), fallback), Path::new("/opt/bin/crsim"));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(plan_binary(Some(Path::new("./target/crsim")), fallback), cwd.join("./target/crsim"));
+        assert_eq!(plan_binary(Some(Path::new("bin/crsim")), fallback), cwd.join("bin/crsim"));
+    }
 
     #[test]
     fn words_are_quoted_only_when_a_shell_needs_it() {

@@ -195,6 +195,9 @@ fn expand(file: &SweepFile, path: &Path, scene: &Path) -> Result<Sweep, String> 
     }
     let seeds: Vec<u64> = match &file.seeds {
         Seeds::Count(0) => return Err("seeds: Count(0) gives no runs".into()),
+        Seeds::Count(n) if *n > MAX_RUNS as u64 => {
+            return Err(format!("seeds: Count({n}) is more than {MAX_RUNS} runs, the most one sweep holds"));
+        }
         Seeds::Count(n) => (1..=*n).collect(),
         Seeds::List(list) => {
             if list.is_empty() {
@@ -223,6 +226,11 @@ fn expand(file: &SweepFile, path: &Path, scene: &Path) -> Result<Sweep, String> 
             ([], Some(r)) => range_values(r).map_err(|e| format!("{name}: range: {e}"))?,
         };
         axes.push((axis.path.clone(), values));
+    }
+    // Counted before the conditions are built: many axes of many values multiply.
+    let crossed = axes.iter().fold(1usize, |n, (_, v)| n.saturating_mul(v.len()));
+    if matches!(file.combine, Combine::Cross) && crossed.saturating_mul(seeds.len()) > MAX_RUNS {
+        return Err(format!("the axes and seeds make more than {MAX_RUNS} runs: at most {MAX_RUNS} in one sweep"));
     }
     let conditions: Vec<Vec<(String, Value)>> = match file.combine {
         _ if axes.is_empty() => vec![Vec::new()],
@@ -363,6 +371,13 @@ mod tests {
         assert_eq!(e, "seeds: 1 is listed twice (each seed once per condition)");
         let e = expanded(&base("", "Count(0)")).unwrap_err();
         assert_eq!(e, "seeds: Count(0) gives no runs");
+        // Refused before anything that size is built.
+        let e = expanded(&base("", "Count(18446744073709551615)")).unwrap_err();
+        assert!(e.contains("is more than 1000000 runs"), "{e}");
+        let axis = |p: &str| format!(r#"(path: "{p}", range: (from: 0.0, to: 99999.0, step: 1.0))"#);
+        let many = [axis("a.b"), axis("a.c"), axis("a.d"), axis("a.e")].join(", ");
+        let e = expanded(&base(&many, "Count(1)")).unwrap_err();
+        assert!(e.contains("more than 1000000 runs: at most 1000000"), "{e}");
         let e = expanded(&base(r#"(path: "a..b", values: [1])"#, "Count(1)")).unwrap_err();
         assert!(e.starts_with("axes[0] (a..b): a field name was expected"), "{e}");
         let e = expanded(

@@ -5,9 +5,23 @@
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically. The error names the file.
+/// Writes `bytes` to `path` atomically. The error names the file. A path that is not a regular
+/// file (`/dev/null`, `/dev/full`, a FIFO) is written in place: renaming over it would replace
+/// the device, and its own errors (a full device) must be seen.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let shown = path.display();
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        if meta.is_dir() {
+            return Err(format!("{shown}: cannot write: it is a folder"));
+        }
+        let written = std::fs::OpenOptions::new().write(true).open(path).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.flush()
+        });
+        return written.map_err(|e| format!("{shown}: cannot write: {e}"));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -42,6 +56,22 @@ mod tests {
         assert_eq!(names.len(), 1, "{names:?}");
         let e = write_atomic(&dir.join("no/such/dir/m.json"), b"x").unwrap_err();
         assert!(e.contains("no/such/dir/m.json: cannot write"), "{e}");
+        let e = write_atomic(&dir, b"x").unwrap_err();
+        assert!(e.contains("it is a folder"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_device_is_written_in_place_and_its_errors_are_seen() {
+        let e = write_atomic(Path::new("/dev/full"), b"metrics").unwrap_err();
+        assert!(e.starts_with("/dev/full: cannot write:"), "{e}");
+        write_atomic(Path::new("/dev/null"), b"metrics").unwrap();
+        // Neither was replaced by a regular file (as a rename over them would have done).
+        for dev in ["/dev/full", "/dev/null"] {
+            let t = std::fs::metadata(dev).unwrap().file_type();
+            assert!(std::os::unix::fs::FileTypeExt::is_char_device(&t), "{dev}");
+        }
+        let stray = std::fs::read_dir("/dev").unwrap().filter_map(Result::ok);
+        assert!(!stray.into_iter().any(|e| e.file_name().to_string_lossy().ends_with(".tmp")));
     }
 }

@@ -10,6 +10,7 @@ pub mod files;
 pub mod headless;
 pub mod hot_reload;
 pub mod load;
+pub mod output;
 pub mod physics;
 pub mod physics_step;
 pub mod report;
