@@ -1,7 +1,8 @@
 //! Hostile input for every parser and server's frame reader, as a fuzzer gives it: the shipped
 //! scenes with each number made huge, tiny, negative or not a number, damaged recordings (every
 //! bit flipped in turn, cuts, chunks spliced), program and VirtualRobot frames cut and mangled,
-//! sweep files, `--set` values and network files. Each must give an answer (a value or an error
+//! sweep files, `--set` values and network files, HTTP requests sent to the VirtualRobot server's
+//! reader and bot-link packets. Each must give an answer (a value or an error
 //! naming what is wrong), never a panic, an abort or a hang; how many inputs each target tried
 //! is printed (`cargo test --test fuzz -- --nocapture`) and quoted in the README.
 
@@ -316,4 +317,70 @@ fn sweep_files_set_values_and_network_files_made_hostile_are_answered() {
         }
     }
     println!("sweeps, --set values and network files: {tried} hostile inputs answered");
+}
+
+#[test]
+fn http_requests_and_udp_packets_cut_and_mangled_are_answered() {
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    // The VirtualRobot's HTTP reader, over a real loopback connection whose client sends the
+    // mangled bytes and closes its side.
+    let body = r#"{"robotmove":"moveForward","time":300}"#;
+    let request = format!(
+        "POST /api/move HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut variants: Vec<Vec<u8>> = Vec::new();
+    for cut in 0..=request.len() {
+        variants.push(request.as_bytes()[..cut].to_vec());
+    }
+    for length in ["-1", "99999999999999999999", "1e9", "0x10", "", "65537", "18446744073709551615"] {
+        variants.push(
+            request
+                .replace(&format!("Content-Length: {}", body.len()), &format!("Content-Length: {length}"))
+                .into_bytes(),
+        );
+    }
+    for i in 0..request.len() {
+        let mut b = request.clone().into_bytes();
+        b[i] = [0u8, b'\r', b'\n', b':', 0xff][i % 5];
+        variants.push(b);
+    }
+    let mut tried = 0u64;
+    for bytes in &variants {
+        let mut client = TcpStream::connect(addr).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.write_all(bytes).unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        survives(&format!("{:?}", String::from_utf8_lossy(bytes)), || {
+            let _ = crsim::control::remote::http::read_request(&mut server);
+        });
+        tried += 1;
+    }
+    // The bot link's packets: every valid kind cut at every byte and each byte replaced.
+    use crsim::botlink::packet::{Command, UpdateSlot, decode, encode};
+    let slot = UpdateSlot { bot: 1, linear: 0.3, angular: -0.2, grip: true, lamp: false };
+    let packets = [
+        encode(&Command::Move { linear: 0.3, angular: 0.1 }),
+        encode(&Command::UpdateAll([slot; 5])),
+        encode(&Command::Error { code: crsim::botlink::packet::ErrorCode::NotAllowed, reason: "no".into() }),
+        encode(&Command::Grip { close: true }),
+    ];
+    for p in &packets {
+        for cut in 0..=p.len() {
+            survives("a cut packet", || decode(&p[..cut]).is_ok());
+            tried += 1;
+        }
+        for i in 0..p.len() {
+            for byte in [0u8, 0x7f, 0xff] {
+                let mut m = p.clone();
+                m[i] = byte;
+                survives("a mangled packet", || decode(&m).is_ok());
+                tried += 1;
+            }
+        }
+    }
+    println!("HTTP requests and UDP packets: {tried} mangled inputs answered");
 }
