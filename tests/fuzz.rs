@@ -1,6 +1,6 @@
 //! Hostile input for every parser and server's frame reader, as a fuzzer gives it: the shipped
-//! scenes with each number made huge, tiny, negative or not a number, damaged recordings (every
-//! bit flipped in turn, cuts, chunks spliced), program and VirtualRobot frames cut and mangled,
+//! scenes with each number made huge, tiny, negative or not a number, damaged recordings (bits
+//! flipped across the file, cuts, chunks spliced), program and VirtualRobot frames cut and mangled,
 //! sweep files, `--set` values and network files, HTTP requests sent to the VirtualRobot server's
 //! reader and bot-link packets. Each must give an answer (a value or an error
 //! naming what is wrong), never a panic, an abort or a hang; how many inputs each target tried
