@@ -8,28 +8,18 @@ use bevy::prelude::*;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crsim::botlink::transport::{BotSocket, CentralSocket};
-use crsim::botlink::udp::{UdpEndpoint, UpdateAllSocket};
-use crsim::control::programs::{ProgramPortOverride, ProgramServer};
-use crsim::control::remote::Remote;
-use crsim::record::format::RunMeta;
 use crsim::record::replay::{Replay, ReplaySource};
-use crsim::record::viewer::{ViewerClient, ViewerControl, ViewerServer};
+use crsim::record::viewer::ViewerClient;
 use crsim::record::writer::FileSink;
 use crsim::record::{Recorder, Recording};
 use crsim::run::bench::{BenchOptions, run_bench_with};
-use crsim::run::files::write_atomic;
-use crsim::run::headless::{headless_app_with, run_steps};
-use crsim::run::report::build_report;
 use crsim::run::signals;
-use crsim::run::until::{RunUntil, Until};
+use crsim::run::until::Until;
 use crsim::run::verify::Verdict;
 use crsim::scene::load::{DEFAULT_SCENE, DEFAULT_SCENE_NAME, parse_scene_with};
 use crsim::scene::overrides::SetValue;
-use crsim::scene::schema::{ControllerSpec, Dialect};
+use crsim::scene::schema::Dialect;
 use crsim::scene::{SceneFile, SceneOverrides, SceneSource, load_scene_file, load_scene_file_with};
-use crsim::sim::SimTime;
-use crsim::sim::StepGate;
 
 /// crsim: a cooperative multi-robot simulator.
 ///
@@ -321,22 +311,24 @@ fn main() -> ExitCode {
             threads,
             keep_serving,
         }) => {
-            let dump_network = dump_network.as_deref();
-            let outside = outside.into();
-            let options = RunOptions {
+            let Outside { protocol, program_port, overrides } = outside.into();
+            crsim::run::runner::run(crsim::run::runner::RunRequest {
+                scene: &scene,
+                steps,
                 seed,
                 out: out.as_deref(),
                 no_radio,
-                dump_network,
+                dump_network: dump_network.as_deref(),
                 realtime,
                 until,
-                outside,
+                protocol,
+                program_port,
+                overrides,
                 record: record.as_deref(),
                 serve_viewer,
                 threads,
                 keep_serving,
-            };
-            run(&scene, steps, options)
+            })
         }
         Some(Command::Replay { recording, frames, every, step }) => replay_command(&recording, frames, every, step),
         Some(Command::Verify { recording, scene }) => verify_command(&recording, scene.as_deref()),
@@ -517,30 +509,6 @@ fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)
     if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-fn progress_bar(len: u64) -> ProgressBar {
-    // Hidden automatically when stderr is not a terminal.
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}") {
-        bar.set_style(style);
-    }
-    bar
-}
-
-/// `crsim run`'s options.
-struct RunOptions<'a> {
-    seed: Option<u64>,
-    out: Option<&'a Path>,
-    no_radio: bool,
-    dump_network: Option<&'a str>,
-    realtime: bool,
-    until: Option<Until>,
-    outside: Outside,
-    record: Option<&'a Path>,
-    serve_viewer: Option<u16>,
-    threads: Option<u16>,
-    keep_serving: bool,
-}
-
 /// What the command line says about robots driven from outside, for the app and for `run`.
 struct Outside {
     protocol: Option<Dialect>,
@@ -553,234 +521,6 @@ impl Outside {
     fn none() -> Outside {
         Outside { protocol: None, program_port: None, overrides: SceneOverrides::default() }
     }
-}
-
-fn run(path: &Path, steps: u64, options: RunOptions) -> ExitCode {
-    let RunOptions {
-        seed,
-        out,
-        no_radio,
-        dump_network,
-        realtime,
-        until,
-        outside,
-        record,
-        serve_viewer,
-        threads,
-        keep_serving,
-    } = options;
-    let Outside { protocol, program_port, overrides } = outside;
-    if let Err(e) = signals::install() {
-        eprintln!("{e}");
-    }
-    let mut scene = match load(path, &overrides) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(scene.robots.len()), usize::from));
-    if let Some(robot) = dump_network {
-        let networked = |r: &&crsim::scene::schema::RobotSpec| matches!(r.controller, ControllerSpec::Network { .. });
-        if !scene.robots.iter().filter(networked).any(|r| r.name == robot) {
-            let names: Vec<&str> = scene.robots.iter().filter(networked).map(|r| r.name.as_str()).collect();
-            eprintln!(
-                "--dump-network: {} has no robot {robot:?} of controller kind Network (those it has: {})",
-                path.display(),
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
-            );
-            return ExitCode::from(2);
-        }
-    }
-    if let Some(seed) = seed {
-        scene.seed = seed;
-    }
-    if no_radio {
-        scene.comms.link = false;
-    }
-    if let Some(dialect) = protocol {
-        for r in &mut scene.robots {
-            if let ControllerSpec::Remote { protocol, .. } = &mut r.controller {
-                *protocol = dialect;
-            }
-        }
-    }
-    let meta = (record.is_some() || serve_viewer.is_some()).then(|| {
-        let text = crsim::scene::load::read_text(path).unwrap_or_default();
-        let dir = path.parent().unwrap_or(Path::new("."));
-        crsim::record::run_meta(&scene, &text, &path.display().to_string(), dir, &overrides, no_radio, 0)
-    });
-    let address = scene.botlink.address.clone();
-    let mut app = headless_app_with(scene, SceneSource::File(path.to_path_buf()), |app| {
-        app.insert_resource(ProgramPortOverride(program_port))
-            // As fast as it goes, robots driven over UDP wait for their controllers each step.
-            .insert_resource(crsim::botlink::udp::UdpLockstep(!realtime))
-            .insert_resource(overrides)
-            .insert_resource(RunUntil { until, reached_at: None });
-    });
-    if let Some(meta) = &meta
-        && let Err(e) = start_recording(&mut app, meta, record, serve_viewer.map(|p| (address.as_str(), p)))
-    {
-        eprintln!("{e}");
-        return ExitCode::from(2);
-    }
-    // Ports that could not be opened: the run would go on without the robots they serve.
-    let problems = port_problems(&mut app);
-    if !problems.is_empty() {
-        for p in problems {
-            eprintln!("{p}");
-        }
-        return ExitCode::from(2);
-    }
-    let mut remotes = app.world_mut().query::<(&Name, &Remote)>();
-    let mut any_remote = false;
-    for (name, remote) in remotes.iter(app.world()) {
-        if let (Some(http), Some(ws)) = (remote.http, remote.ws) {
-            crsim::say!("remote robot {name}: http://{http}/api/move  ws://{ws}");
-            any_remote = true;
-        }
-    }
-    if any_remote && !realtime {
-        eprintln!(
-            "note: without --realtime this run steps as fast as it can, thousands of steps between two requests \
-             of a VirtualRobot client (a move of 300 ms is over before the client has read its reply); add \
-             --realtime to keep simulated time with the wall clock, as WEnv does"
-        );
-    }
-    if let Some(addr) = app.world().resource::<ProgramServer>().local {
-        crsim::say!("programs: listening on {addr}");
-    }
-    let bar = progress_bar(steps);
-    let start = Instant::now();
-    let mut done = 0;
-    // Programs that drove robots here and have all gone end the run (unless --keep-serving).
-    let programs_gone = |app: &App| !keep_serving && app.world().resource::<ProgramServer>().abandoned();
-    let finished = |app: &App| app.world().resource::<RunUntil>().reached_at.is_some() || programs_gone(app);
-    if let Err(code) = wait_for_programs(&mut app) {
-        return code;
-    }
-    if realtime {
-        // Keep simulated time level with the wall clock: run the steps that are due, then wait.
-        let dt = app.world().resource::<SimTime>().dt_exact;
-        while done < steps && !signals::requested() && !finished(&app) {
-            let due = ((start.elapsed().as_secs_f64() / dt) as u64).min(steps);
-            if due > done {
-                run_steps(&mut app, due - done);
-                done = due;
-                bar.set_position(done);
-            } else {
-                // Updates without steps keep the servers' replies flowing.
-                app.update();
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        }
-    } else {
-        // Viewers may pause the run or set its speed; without them it runs as fast as it goes.
-        let mut paced: Option<(Instant, u64, f64)> = None;
-        while done < steps && !signals::requested() && !finished(&app) {
-            if let Err(code) = wait_for_programs(&mut app) {
-                return code;
-            }
-            let control = *app.world().resource::<ViewerControl>();
-            let n = if control.paused {
-                paced = None;
-                0
-            } else if let Some(factor) = control.speed {
-                let dt = app.world().resource::<SimTime>().dt_exact;
-                let (since, at, f) = *paced.get_or_insert((Instant::now(), done, factor));
-                if f != factor {
-                    paced = None;
-                    continue;
-                }
-                let due = at + (since.elapsed().as_secs_f64() * factor / dt) as u64;
-                due.saturating_sub(done).min(RUN_CHUNK).min(steps - done)
-            } else {
-                paced = None;
-                RUN_CHUNK.min(steps - done)
-            };
-            if n == 0 {
-                app.update();
-                std::thread::sleep(std::time::Duration::from_millis(2));
-                continue;
-            }
-            run_steps(&mut app, n);
-            done += n;
-            bar.set_position(done);
-        }
-    }
-    bar.finish_and_clear();
-    if programs_gone(&app) {
-        crsim::say!(
-            "programs: the last program has gone; the run ends at step {} (--keep-serving keeps it running)",
-            app.world().resource::<SimTime>().step
-        );
-    }
-    let interrupted = done < steps && !finished(&app);
-    crsim::control::programs::finish(
-        app.world_mut(),
-        if interrupted { "the run was stopped" } else { "the run's steps are done" },
-    );
-    let mut report = build_report(app.world_mut(), start.elapsed().as_secs_f64());
-    report.interrupted = interrupted;
-    crsim::say!("{}", report.summary());
-    let recorder_errors = {
-        let mut rec = app.world_mut().resource_mut::<Recorder>();
-        rec.finish(interrupted);
-        std::mem::take(&mut rec.errors)
-    };
-    if let Some(file) = record {
-        if recorder_errors.is_empty() {
-            crsim::say!("recording: {}", file.display());
-        } else {
-            for e in &recorder_errors {
-                eprintln!("{e}");
-            }
-        }
-    }
-    if let Some(robot) = dump_network
-        && let Some(dump) = crsim::control::network::dump_network(app.world_mut(), robot)
-    {
-        crsim::say!("\n{dump}");
-    }
-    if let Some(out) = out {
-        let json = match serde_json::to_string_pretty(&report) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("cannot encode the metrics: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if let Err(e) = write_atomic(out, (json + "\n").as_bytes()) {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-        crsim::say!("metrics: {}", out.display());
-    }
-    if report.interrupted {
-        ExitCode::from(INTERRUPTED)
-    } else if record.is_some() && !recorder_errors.is_empty() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Starts the recording to `file` and the viewer server on `viewer` (address, port).
-fn start_recording(
-    app: &mut App,
-    meta: &RunMeta,
-    file: Option<&Path>,
-    viewer: Option<(&str, u16)>,
-) -> Result<(), String> {
-    if let Some(file) = file {
-        let sink = FileSink::create(file, meta)?;
-        app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink));
-    }
-    if let Some((address, port)) = viewer {
-        let server = ViewerServer::open(address, port, meta)?;
-        crsim::say!("viewers: listening on {}  (crsim view {})", server.local, server.local);
-        app.world_mut().resource_mut::<Recorder>().add_sink(server.sink());
-        app.insert_resource(server);
-    }
-    Ok(())
 }
 
 fn open_recording(path: &Path) -> Result<Recording, ExitCode> {
@@ -930,7 +670,7 @@ fn verify_command(path: &Path, scene: Option<&Path>) -> ExitCode {
         },
     };
     let (_, last) = recording.steps();
-    let bar = progress_bar(last + 1);
+    let bar = crsim::run::runner::progress_bar(last + 1);
     let verdict = crsim::run::verify::verify(&mut recording, scene, |done, _| bar.set_position(done));
     bar.finish_and_clear();
     match verdict {
@@ -943,61 +683,6 @@ fn verify_command(path: &Path, scene: Option<&Path>) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Steps between checks for a stop request (and progress updates) in a headless run.
-const RUN_CHUNK: u64 = 100;
-/// The exit code of a run stopped by a signal (as a shell reports Ctrl-C).
-const INTERRUPTED: u8 = 130;
-
-/// waitForRobots: while program robots are still to register, serve the programs; after the
-/// scene's `wait_for_robots` give up, naming the robots that never came.
-fn wait_for_programs(app: &mut App) -> Result<(), ExitCode> {
-    if !app.world().resource::<StepGate>().held() {
-        return Ok(());
-    }
-    let wait = app.world().resource::<ProgramServer>().settings.wait_for_robots;
-    let start = Instant::now();
-    let mut said = false;
-    while app.world().resource::<StepGate>().held() {
-        if !said {
-            crsim::say!("programs: waiting for {}", app.world().resource::<StepGate>().describe());
-            said = true;
-        }
-        if signals::requested() {
-            return Ok(());
-        }
-        if start.elapsed().as_secs_f32() > wait {
-            let gate = app.world().resource::<StepGate>();
-            if !gate.waiting_for.is_empty() {
-                eprintln!("programs: no program registered {} within {wait} s; giving up", gate.waiting_for.join(", "));
-            }
-            if !gate.outside.is_empty() {
-                eprintln!(
-                    "udp: no controller sent a packet to {} within {wait} s (programs.wait_for_robots); giving up",
-                    gate.outside.join(", ")
-                );
-            }
-            return Err(ExitCode::from(2));
-        }
-        app.update();
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    Ok(())
-}
-
-/// Every port of the loaded scene that could not be opened, naming the robot and the port.
-fn port_problems(app: &mut App) -> Vec<String> {
-    let world = app.world_mut();
-    let mut problems: Vec<String> = world.query::<&UdpEndpoint>().iter(world).filter_map(|e| e.error.clone()).collect();
-    if let Some(e) = &world.resource::<UpdateAllSocket>().error {
-        problems.push(format!("the update-all port: {e}"));
-    }
-    problems.extend(world.query::<&Remote>().iter(world).filter_map(|r| r.error.clone()));
-    problems.extend(world.query::<&BotSocket>().iter(world).filter_map(|s| s.error.clone()));
-    problems.extend(world.resource::<CentralSocket>().error.clone());
-    problems.extend(world.resource::<ProgramServer>().error.clone());
-    problems
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {
@@ -1104,7 +789,7 @@ fn sweep_command(
     crsim::say!("results in {d}/runs; collect them with: crsim collect {d}");
     if signals::requested() {
         crsim::say!("resume with the same command: finished runs are skipped");
-        ExitCode::from(INTERRUPTED)
+        ExitCode::from(crsim::run::runner::INTERRUPTED)
     } else if summary.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -1184,7 +869,7 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    let bar = progress_bar(steps);
+    let bar = crsim::run::runner::progress_bar(steps);
     let mut failed = None;
     let setup = |app: &mut App, scene: &SceneFile| {
         let Some(file) = record else { return };

@@ -14,6 +14,7 @@ pub mod output;
 pub mod physics;
 pub mod physics_step;
 pub mod report;
+pub mod runner;
 pub mod signals;
 pub mod until;
 pub mod verify;
