@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::comms::model::{PairParams, RobotParams, SystemParams};
+
 /// Version of the channel layout; a reader refuses other versions by name.
 pub const FORMAT_VERSION: u32 = 1;
 /// The MCAP profile of crsim recordings.
@@ -526,12 +528,25 @@ pub struct SendInput {
     pub payload: serde_json::Value,
 }
 
+/// Everything a person (or a viewer) can change while a run goes on, as one comparable value
+/// (recorded in `/inputs` when it changes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveParams {
+    pub radio: SystemParams,
+    /// Each robot's radio parameters in robot order; `None` while it is not registered.
+    pub robots: Vec<Option<RobotParams>>,
+    pub pairs: Vec<(String, String, PairParams)>,
+    pub estop: bool,
+    /// The sonar option of each explorer, by robot index.
+    pub sonar: BTreeMap<u32, bool>,
+}
+
 /// `/inputs`: what came from outside the process before or during this step.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct InputsRecord {
     pub step: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<super::inputs::LiveParams>,
+    pub params: Option<LiveParams>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<CommandInput>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -12,29 +12,16 @@
 use std::collections::BTreeMap;
 
 use bevy::prelude::*;
-use serde::{Deserialize, Serialize};
 
+pub use super::format::LiveParams;
 use super::format::{CommandInput, InputsRecord, SendInput};
 use crate::botlink::{BotLink, EmergencyStop};
-use crate::comms::model::{PairParams, RobotParams, SystemParams};
 use crate::comms::{CommType, Payload, Radio, RadioOut, Target};
 use crate::control::ControllerKind;
 use crate::control::explore::Explorer;
 use crate::robot::{DriveCommand, GripCommand, LampState, Robot};
 use crate::scene::schema::ControllerSpec;
 use crate::sim::{RobotOrder, SimTime};
-
-/// Everything a person (or a viewer) can change while a run goes on, as one comparable value.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LiveParams {
-    pub radio: SystemParams,
-    /// Each robot's radio parameters in robot order; `None` while it is not registered.
-    pub robots: Vec<Option<RobotParams>>,
-    pub pairs: Vec<(String, String, PairParams)>,
-    pub estop: bool,
-    /// The sonar option of each explorer, by robot index.
-    pub sonar: BTreeMap<u32, bool>,
-}
 
 /// Whether a robot of this controller is driven from outside the process.
 pub fn driven_from_outside(c: &ControllerSpec) -> bool {
