@@ -268,3 +268,87 @@ mod tests {
         assert_eq!(parse_scene(&text, "rt").unwrap(), s);
     }
 }
+
+#[cfg(test)]
+mod reference {
+    use std::collections::BTreeSet;
+
+    use serde_json::Value;
+
+    use super::super::schema::*;
+
+    /// Every field name in `v`, at any depth (enum variants' fields included).
+    fn fields(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, inner) in map {
+                    out.insert(k.clone());
+                    fields(inner, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| fields(i, out)),
+            _ => {}
+        }
+    }
+
+    /// A scene with one of everything: every list item, every controller with fields, every
+    /// optional value set.
+    fn everything() -> SceneFile {
+        let mut s = SceneFile::empty("all", 4.0, 3.0);
+        s.walls.push(WallSpec { name: "w".into(), from: (1.0, 1.0), to: (2.0, 1.0), thickness: 0.1 });
+        s.boxes.push(BoxSpec { name: "b".into(), center: (3.0, 2.0), size: (0.4, 0.4), angle: 0.0 });
+        s.pens.push(PenSpec { name: "p".into(), pos: (1.0, 2.0), radius: 0.03 });
+        s.dens.push(DenSpec { name: "d".into(), pos: (0.2, 0.2), radius: 0.2 });
+        s.stations.push(StationSpec { name: "s".into(), pos: (3.5, 0.5), radius: 0.2, rate: 1.0 });
+        s.sonars.push(SonarSpec {
+            name: "so".into(),
+            pos: (1.0, 0.0),
+            axis: 90.0,
+            width: 0.1,
+            range: Some(2.0),
+            through_walls: false,
+        });
+        let controllers = [
+            ControllerSpec::Drive { linear: 0.1, angular: 0.0 },
+            ControllerSpec::Wander { speed: 0.5 },
+            ControllerSpec::External { port: 0 },
+            ControllerSpec::Explorer { strategy: StrategySpec::Rings, sonar: false },
+            ControllerSpec::Remote { http: 0, ws: 0, protocol: Dialect::Vr2023 },
+            ControllerSpec::Network { forget_after: 10, low_power: 0.2, full_power: 0.9 },
+        ];
+        for (i, c) in controllers.into_iter().enumerate() {
+            let mut r = RobotSpec::new(format!("r{i}"), 0.5 + i as f32 * 0.4, 1.5, 0.0);
+            r.controller = c;
+            r.den = Some("d".into());
+            r.outside = Some("127.0.0.1:7001".into());
+            r.battery.initial = Some(1.0);
+            r.comms.range = Some(1.0);
+            s.robots.push(r);
+        }
+        s.comms.range = Some(3.0);
+        s.comms.pairs.push(PairSpec {
+            from: "r0".into(),
+            to: "r1".into(),
+            link: Some(true),
+            range: Some(1.0),
+            delay: Some(1),
+            probability: Some(0.5),
+        });
+        s.botlink.update_all_port = Some(0);
+        s.botlink.multicast = Some("239.255.42.42:10050".into());
+        s
+    }
+
+    #[test]
+    fn every_field_a_scene_can_have_is_named_in_the_manuals_scenes_chapter() {
+        let mut names = BTreeSet::new();
+        fields(&serde_json::to_value(everything()).unwrap(), &mut names);
+        let chapter = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenes.md")).unwrap();
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !["`{n}`", "{n}:", "{n}(", "**{n}**"].iter().any(|f| chapter.contains(&f.replace("{n}", n))))
+            .collect();
+        assert!(names.len() > 60, "{names:?}");
+        assert!(missing.is_empty(), "fields of a scene that docs/scenes.md does not name: {missing:?}");
+    }
+}
