@@ -1,6 +1,6 @@
 //! The bot manager (seed 004). Two sides live here:
 //!
-//! - **The manager's side** ([`manager`], [`exchange`], [`transmitter`], [`transport`]): the
+//! - **The manager's side** ([`manager`], `exchange`, [`transmitter`], [`transport`]): the
 //!   commands of crsim's own controllers leave the skill system as packets — update-all rounds
 //!   every 20 ms for the moving commands of connected bots, buffered unicast for the rest — and
 //!   reach crsim's simulated bots inside the process or over UDP, and bots outside crsim (a

@@ -8,9 +8,9 @@
 //! - [`programs`]: robots driven in lock-step by programs outside crsim (`Program`).
 //!
 //! Robots of kind `Idle` have none, and `External` robots are driven by packets straight into
-//! the bot manager. Every controller is attached the same way: [`attach_controller`] observes
+//! the bot manager. Every controller is attached the same way: `attach_controller` observes
 //! each robot being added, reads its controller in the scene and inserts that kind's component.
-//! A new controller kind adds one arm there and one system to the chain in [`plugin`].
+//! A new controller kind adds one arm there and one system to the chain in `plugin`.
 
 use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;

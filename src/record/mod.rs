@@ -1,7 +1,7 @@
 //! Recording, replay, verification and the live viewer, on one record stream (seed 003's
 //! "viewer updates": the state of every object at every step).
 //!
-//! - [`format`]: the channels and their records, plain types with JSON schemas.
+//! - [`format`](mod@format): the channels and their records, plain types with JSON schemas.
 //! - [`capture`]: systems that take the records from the world after every step and hand them
 //!   to sinks; [`inputs`]: what came from outside the process, recorded and put back.
 //! - [`writer`]: the MCAP file sink; [`reader`]: the chunk index and the state at any step.

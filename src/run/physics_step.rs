@@ -3,7 +3,7 @@
 //! other one would wait while it runs. The step starts as soon as the bodies have taken the act
 //! stage's commands ([`PhysicsStart::Launch`]); the radio delivers meanwhile
 //! ([`crate::sim::SimSystems::Communicate`]: it moves no body, and rapier reads nothing it
-//! writes); the physics stage then takes rapier's parts back ([`finish_step`]) and writes the
+//! writes); the physics stage then takes rapier's parts back (`finish_step`) and writes the
 //! bodies back. Rapier's parts move to the thread and back whole, so nothing can read them half
 //! stepped, and a step is the same wherever it ran: the trajectory hash does not depend on the
 //! thread count.
