@@ -539,7 +539,9 @@ fn kind_name(kind: Seeable) -> &'static str {
     }
 }
 
-/// The think stage's exchange: readings out, actions in, for every connection.
+/// The think stage's exchange, as seed 003's double-stepped get: each connection's readings out,
+/// the acts that came early taken, the others waited for (serving everyone else meanwhile), the
+/// actions handed to their robots, and the late programs' robots treated as the scene says.
 fn exchange(
     mut server: ResMut<ProgramServer>,
     time: Res<SimTime>,
@@ -557,110 +559,168 @@ fn exchange(
     }
     let started = Instant::now();
     let name_of = |e: Entity| names.get(e).map_or_else(|_| e.to_string(), |n| n.to_string());
-    // Readings for each connection, in robot order.
+    let frames = readings(&order, &mut registry, &sensed, &echoes, &name_of);
+    let mut closed: Vec<(u64, Closed)> = Vec::new();
+    let waiting = send_steps(server, frames, time.step, time.seconds(), &mut closed);
+    server.stats.encode_s += started.elapsed().as_secs_f64();
+    let (mut actions, early_refused, unanswered) = take_early(&mut server.early, waiting, time.step);
+    let timeout = Duration::from_secs_f32(server.settings.step_timeout);
+    for (id, frame) in early_refused {
+        if let Some(c) = server.conns.iter_mut().find(|c| c.id == id) {
+            let _ = c.send(&frame, timeout);
+        }
+    }
+    let late = wait_for_answers(server, &mut registry, &mut fixed, unanswered, &mut actions, &mut closed, time.step);
+    hand_out(server, &mut registry, actions, time.step, &mut closed);
+    treat_late(server, &mut registry, late, time.step, &mut closed);
+    close(server, &mut registry, closed);
+    server.stats.steps += 1;
+    server.stats.exchange_s += started.elapsed().as_secs_f64();
+}
+
+/// Each connection's readings for this step, its robots in robot order.
+fn readings(
+    order: &RobotOrder,
+    registry: &mut Registry,
+    sensed: &Query<Sensed>,
+    echoes: &[SonarEcho],
+    name_of: &dyn Fn(Entity) -> String,
+) -> BTreeMap<u64, Vec<Reading>> {
     let mut frames: BTreeMap<u64, Vec<Reading>> = BTreeMap::new();
     for &e in &order.0 {
         let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(e) else { continue };
         let Some(conn) = program.connection else { continue };
         let Ok(r) = sensed.get(e) else { continue };
-        let (p, heading) = pose(r.transform);
-        let cell = 2.0 * r.robot.radius;
-        program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
-        let visited = program.visited.len() as u32;
-        let reading = Reading {
-            name: r.name.to_string(),
-            pose: [p.x, p.y, heading],
-            speed: [r.applied.linear, r.applied.angular],
-            battery: r.battery.level(),
-            charging: r.battery.charging,
-            bump: r
-                .bump
-                .touching
-                .iter()
-                .zip(&r.bump.bearings)
-                .map(|(o, b)| Touch { with: name_of(*o), bearing: *b })
-                .collect(),
-            camera: r
-                .camera
-                .seen
-                .iter()
-                .map(|s| Detection {
-                    kind: kind_name(s.kind),
-                    name: name_of(s.entity),
-                    distance: s.distance,
-                    bearing: s.bearing,
-                })
-                .collect(),
-            grip: GripReading { holding: r.grip.holding.map(name_of), in_reach: r.grip.pen_in_reach.map(name_of) },
-            odometry: [r.odometry.distance, r.odometry.collisions as f32],
-            sonar: echoes
-                .iter()
-                .filter(|x| x.robot == r.entity)
-                .map(|x| SonarReading { sonar: name_of(x.sonar), distance: x.distance })
-                .collect(),
-            messages: r
-                .inbox
-                .0
-                .iter()
-                .map(|m| InMessage {
-                    from: m.sender().to_string(),
-                    sent: m.sent_step,
-                    broadcast: m.receiver().is_none(),
-                    content: m.content().to_json(),
-                })
-                .collect(),
-            boxed: r.gripper.boxed,
-            visited,
-        };
-        frames.entry(conn).or_default().push(reading);
+        frames.entry(conn).or_default().push(reading(&r, &mut program, echoes, name_of));
     }
+    frames
+}
+
+/// One robot's readings: what its sensors read this step and the messages delivered to it.
+fn reading(r: &SensedItem, program: &mut Program, echoes: &[SonarEcho], name_of: &dyn Fn(Entity) -> String) -> Reading {
+    let (p, heading) = pose(r.transform);
+    let cell = 2.0 * r.robot.radius;
+    program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
+    Reading {
+        name: r.name.to_string(),
+        pose: [p.x, p.y, heading],
+        speed: [r.applied.linear, r.applied.angular],
+        battery: r.battery.level(),
+        charging: r.battery.charging,
+        bump: r
+            .bump
+            .touching
+            .iter()
+            .zip(&r.bump.bearings)
+            .map(|(o, b)| Touch { with: name_of(*o), bearing: *b })
+            .collect(),
+        camera: r
+            .camera
+            .seen
+            .iter()
+            .map(|s| Detection {
+                kind: kind_name(s.kind),
+                name: name_of(s.entity),
+                distance: s.distance,
+                bearing: s.bearing,
+            })
+            .collect(),
+        grip: GripReading { holding: r.grip.holding.map(name_of), in_reach: r.grip.pen_in_reach.map(name_of) },
+        odometry: [r.odometry.distance, r.odometry.collisions as f32],
+        sonar: echoes
+            .iter()
+            .filter(|x| x.robot == r.entity)
+            .map(|x| SonarReading { sonar: name_of(x.sonar), distance: x.distance })
+            .collect(),
+        messages: r
+            .inbox
+            .0
+            .iter()
+            .map(|m| InMessage {
+                from: m.sender().to_string(),
+                sent: m.sent_step,
+                broadcast: m.receiver().is_none(),
+                content: m.content().to_json(),
+            })
+            .collect(),
+        boxed: r.gripper.boxed,
+        visited: program.visited.len() as u32,
+    }
+}
+
+/// Sends each connection its `step` frame (JSON or binary, as it registered); the connections
+/// now awaited. One that cannot be written to is closed.
+fn send_steps(
+    server: &mut ProgramServer,
+    mut frames: BTreeMap<u64, Vec<Reading>>,
+    step: u64,
+    now_s: f64,
+    closed: &mut Vec<(u64, Closed)>,
+) -> Vec<u64> {
     let timeout = Duration::from_secs_f32(server.settings.step_timeout);
-    let now_s = time.seconds();
-    let mut closed: Vec<(u64, Closed)> = Vec::new();
-    let mut waiting: Vec<u64> = Vec::new();
+    let mut waiting = Vec::new();
     for c in &mut server.conns {
         let Some(readings) = frames.remove(&c.id) else { continue };
         let sent = match c.encoding {
-            protocol::Encoding::Binary => c.send_bytes(&protocol::binary_step(time.step, now_s, &readings), timeout),
-            protocol::Encoding::Json => {
-                c.send(&ServerFrame::Step { step: time.step, time: now_s, robots: readings }, timeout)
-            }
+            protocol::Encoding::Binary => c.send_bytes(&protocol::binary_step(step, now_s, &readings), timeout),
+            protocol::Encoding::Json => c.send(&ServerFrame::Step { step, time: now_s, robots: readings }, timeout),
         };
         match sent {
             Ok(()) => waiting.push(c.id),
             Err(e) => closed.push((c.id, e)),
         }
     }
-    server.stats.encode_s += started.elapsed().as_secs_f64();
-    // Wait for each connection's actions for this step, serving the others meanwhile.
-    let deadline = Instant::now() + timeout;
-    let max = server.settings.max_frame_bytes;
-    let mut actions: Vec<(u64, Vec<RobotAction>)> = Vec::new();
-    let mut unanswered: Vec<u64> = Vec::new();
+    waiting
+}
+
+/// The acts that came before this step's frame was read: an act for this step answers it; one
+/// for another step is refused (the error to send) and its connection still awaited. Returns
+/// (the answers, the refusals, the connections still to answer), each in the order awaited.
+fn take_early(
+    early: &mut HashMap<u64, (u64, Vec<RobotAction>)>,
+    waiting: Vec<u64>,
+    step: u64,
+) -> (Vec<(u64, Vec<RobotAction>)>, Vec<(u64, ServerFrame)>, Vec<u64>) {
+    let (mut answers, mut refused, mut unanswered) = (Vec::new(), Vec::new(), Vec::new());
     for id in waiting {
-        match server.early.remove(&id) {
-            Some((step, acts)) if step == time.step => actions.push((id, acts)),
-            Some((step, _)) => {
-                if let Some(c) = server.conns.iter_mut().find(|c| c.id == id) {
-                    let _ = c.send(&wrong_step(step, time.step), timeout);
-                }
+        match early.remove(&id) {
+            Some((at, acts)) if at == step => answers.push((id, acts)),
+            Some((at, _)) => {
+                refused.push((id, wrong_step(at, step)));
                 unanswered.push(id);
             }
             None => unanswered.push(id),
         }
     }
-    // Read what every awaited program has sent, then wait on all of them at once. Programs that
-    // answered the last step quickly are waited for by spinning first: see `SPIN`.
+    (answers, refused, unanswered)
+}
+
+/// Waits for the actions of the `unanswered` connections, up to the step timeout (or until a
+/// stop is asked for), serving new and other programs meanwhile; the connections still late.
+/// Programs that answered the last step quickly are waited for by spinning first: see `SPIN`.
+fn wait_for_answers(
+    server: &mut ProgramServer,
+    registry: &mut Registry,
+    fixed: &mut Time<Fixed>,
+    mut unanswered: Vec<u64>,
+    actions: &mut Vec<(u64, Vec<RobotAction>)>,
+    closed: &mut Vec<(u64, Closed)>,
+    step: u64,
+) -> Vec<u64> {
+    let timeout = Duration::from_secs_f32(server.settings.step_timeout);
+    let deadline = Instant::now() + timeout;
+    let max = server.settings.max_frame_bytes;
     let waiting_since = Instant::now();
     let spin_until = if server.quick { waiting_since + SPIN } else { waiting_since };
     let mut served_at = waiting_since;
     loop {
+        // Read what every awaited program has sent.
         let mut still = Vec::new();
         for id in unanswered {
             if !server.conns.iter().any(|c| c.id == id) {
                 continue;
             }
-            match answer(server, &mut registry, &mut fixed, id, time.step, max) {
+            match answer(server, registry, fixed, id, step, max) {
                 Err(e) => closed.push((id, e)),
                 Ok(Some(acts)) => actions.push((id, acts)),
                 Ok(None) => still.push(id),
@@ -676,13 +736,14 @@ fn exchange(
         // New programs and those registering are served during a long wait too.
         if now.duration_since(served_at) >= SERVE_EVERY {
             accept(server, &registry.active);
-            serve_others(server, &mut registry, &unanswered, &actions, &mut closed, max, timeout);
+            serve_others(server, registry, &unanswered, actions, closed, max, timeout);
             served_at = now;
         }
         if now < spin_until {
             std::hint::spin_loop();
             continue;
         }
+        // Then sleep until one of them has something to read.
         let awaited: Vec<&Connection> = server.conns.iter().filter(|c| unanswered.contains(&c.id)).collect();
         if awaited.is_empty() {
             break;
@@ -690,16 +751,25 @@ fn exchange(
         wait_readable(&awaited, deadline.min(now + SERVE_EVERY));
     }
     server.quick = unanswered.is_empty() && waiting_since.elapsed() <= SPIN;
-    let late = unanswered;
-    // Actions to their robots; errors back to their program.
+    unanswered
+}
+
+/// The actions to their robots (for the skills and the radio next in the step); an action that
+/// is not valid goes back to its program as an error naming the robot.
+fn hand_out(
+    server: &mut ProgramServer,
+    registry: &mut Registry,
+    actions: Vec<(u64, Vec<RobotAction>)>,
+    step: u64,
+    closed: &mut Vec<(u64, Closed)>,
+) {
+    let timeout = Duration::from_secs_f32(server.settings.step_timeout);
     let max_message = server.settings.max_message_bytes;
     for (id, acts) in actions {
         let mut errors = Vec::new();
         for a in acts {
             match check_action(server, id, &a, max_message) {
-                Err(error) => {
-                    errors.push(ServerFrame::Error { error, step: Some(time.step), robot: Some(a.name.clone()) })
-                }
+                Err(error) => errors.push(ServerFrame::Error { error, step: Some(step), robot: Some(a.name.clone()) }),
                 Ok(entity) => {
                     if let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(entity) {
                         program.answered += 1;
@@ -717,7 +787,22 @@ fn exchange(
             }
         }
     }
-    // Late programs: their robots as the scene's policy says.
+}
+
+/// What the scene's late policy does to a late program's robots: (stop them, drop the program).
+fn late_policy(late: LatePolicy) -> (bool, bool) {
+    (late != LatePolicy::Keep, late == LatePolicy::Drop)
+}
+
+/// Late programs: counted, and their robots treated as the scene's `late` says.
+fn treat_late(
+    server: &mut ProgramServer,
+    registry: &mut Registry,
+    late: Vec<u64>,
+    step: u64,
+    closed: &mut Vec<(u64, Closed)>,
+) {
+    let (stop, drop) = late_policy(server.settings.late);
     for id in late {
         server.stats.late += 1;
         if let Some(c) = server.conns.iter_mut().find(|c| c.id == id) {
@@ -728,17 +813,14 @@ fn exchange(
                 && let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(e)
             {
                 program.late += 1;
-                program.stop |= server.settings.late != LatePolicy::Keep;
+                program.stop |= stop;
             }
         }
-        if server.settings.late == LatePolicy::Drop {
-            warn!("programs: connection {id} did not answer step {} in time: dropped", time.step);
+        if drop {
+            warn!("programs: connection {id} did not answer step {step} in time: dropped");
             closed.push((id, Closed::Failed("no answer in time".into())));
         }
     }
-    close(server, &mut registry, closed);
-    server.stats.steps += 1;
-    server.stats.exchange_s += started.elapsed().as_secs_f64();
 }
 
 /// How often a long wait for answers stops to accept new programs and serve the others.
@@ -985,4 +1067,37 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
             "robots": robots,
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn act(name: &str) -> RobotAction {
+        RobotAction { name: name.into(), drive: Some([0.1, 0.0]), skill: None, grip: None, lamp: None, send: vec![] }
+    }
+
+    #[test]
+    fn an_early_act_answers_its_own_step_and_one_for_another_step_is_refused() {
+        let mut early = HashMap::new();
+        early.insert(1, (7, vec![act("a")]));
+        early.insert(2, (6, vec![act("b")]));
+        early.insert(9, (7, vec![act("z")]));
+        let (answers, refused, unanswered) = take_early(&mut early, vec![1, 2, 3], 7);
+        assert_eq!(answers, vec![(1, vec![act("a")])]);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].0, 2);
+        let ServerFrame::Error { error, step, .. } = &refused[0].1 else { panic!("an error frame") };
+        assert_eq!((error.as_str(), *step), ("actions for step 6, but the step now is 7", Some(7)));
+        assert_eq!(unanswered, vec![2, 3], "the refused one is still awaited, in the order awaited");
+        // Early acts of connections not awaited this step stay for their step.
+        assert_eq!(early.keys().copied().collect::<Vec<_>>(), vec![9]);
+    }
+
+    #[test]
+    fn the_late_policy_keeps_stops_or_drops() {
+        assert_eq!(late_policy(LatePolicy::Keep), (false, false));
+        assert_eq!(late_policy(LatePolicy::Stop), (true, false));
+        assert_eq!(late_policy(LatePolicy::Drop), (true, true));
+    }
 }
