@@ -17,6 +17,7 @@
 //! | 0 | `world/`, `robot/` | the arena and its objects; the robot's body, sensors and actuators |
 //! | ground | `scene/`, `sim/` | scene types and pure functions; system sets, clock, streams, hash |
 
+#[cfg(feature = "app")]
 use bevy::prelude::*;
 
 pub mod botlink;
@@ -24,30 +25,27 @@ pub mod comms;
 pub mod control;
 pub mod experiment;
 pub mod record;
+#[cfg(feature = "app")]
 pub mod render;
 pub mod robot;
 pub mod run;
 pub mod scene;
 pub mod sim;
 pub mod skills;
+#[cfg(feature = "app")]
 pub mod ui;
+pub mod window;
 pub mod world;
 
 pub use run::SimPlugin;
+#[cfg(feature = "app")]
 use scene::{PendingScene, SceneFile, SceneSource};
 
-/// How the app's view starts (`crsim --edit`, `--plots`, `--theme dark`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StartView {
-    /// In the scene editor (with `select`, that item selected there).
-    pub edit: bool,
-    /// With the plots window open.
-    pub plots: bool,
-    /// In the dark theme.
-    pub dark: bool,
-}
+pub use window::StartView;
 
-/// The desktop app: a window on `scene`, drawn, with the control panel and hot reload.
+/// The desktop app: a window on `scene`, drawn, with the control panel and hot reload (the
+/// `app` feature).
+#[cfg(feature = "app")]
 pub struct AppPlugin {
     pub scene: SceneFile,
     pub source: SceneSource,
@@ -67,6 +65,7 @@ pub struct AppPlugin {
     pub overrides: scene::SceneOverrides,
 }
 
+#[cfg(feature = "app")]
 impl Plugin for AppPlugin {
     fn build(&self, app: &mut App) {
         app.add_plugins(DefaultPlugins.set(WindowPlugin {

@@ -288,7 +288,7 @@ fn main() -> ExitCode {
             let view = View {
                 screenshot: cli.screenshot.map(|p| (p, cli.frames)),
                 frame_stats: cli.frame_stats,
-                start: crsim::StartView {
+                start: crsim::window::StartView {
                     edit: cli.edit,
                     plots: cli.plots,
                     dark: cli.theme.as_deref() == Some("dark"),
@@ -408,7 +408,7 @@ struct View {
     screenshot: Option<(PathBuf, u32)>,
     frame_stats: Option<u32>,
     /// Edit mode, the plots window and the theme at start.
-    start: crsim::StartView,
+    start: crsim::window::StartView,
 }
 
 fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) -> ExitCode {
@@ -444,84 +444,7 @@ fn open_app(what: Opened, view: View, select: Option<String>, outside: Outside) 
     open_window(AppWindow { scene, source, screenshot, frame_stats, select, start }, outside, |_| {})
 }
 
-/// What the app window shows first.
-struct AppWindow {
-    scene: SceneFile,
-    source: SceneSource,
-    screenshot: Option<(PathBuf, u32)>,
-    frame_stats: Option<u32>,
-    select: Option<String>,
-    start: crsim::StartView,
-}
-
-/// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter).
-fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut App)) -> ExitCode {
-    let AppWindow { scene, source, screenshot, frame_stats, select, start } = window;
-    let Outside { protocol, program_port, overrides } = outside;
-    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
-        eprintln!(
-            "crsim: no display to open the app's window on (DISPLAY is not set). Run a scene headless \
-             with `crsim run SCENE --steps N`, or start the app under an X server, for example \
-             `xvfb-run -a crsim SCENE`."
-        );
-        return ExitCode::from(2);
-    }
-    // Opening the window happens while the plugins are built; a display that cannot be reached
-    // makes winit panic there. Say so plainly instead.
-    let message = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let previous = std::panic::take_hook();
-    let store = std::sync::Arc::clone(&message);
-    std::panic::set_hook(Box::new(move |info| {
-        if let Ok(mut m) = store.lock() {
-            *m = info.payload_as_str().unwrap_or("a panic").to_string();
-        }
-    }));
-    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut app = App::new();
-        app.add_plugins(crsim::AppPlugin {
-            scene,
-            source,
-            screenshot,
-            frame_stats,
-            select,
-            start,
-            protocol,
-            program_port,
-            overrides,
-        });
-        app
-    }));
-    std::panic::set_hook(previous);
-    let mut app = match built {
-        Ok(app) => app,
-        Err(_) => {
-            let why = message.lock().map(|m| m.clone()).unwrap_or_default();
-            eprintln!(
-                "crsim: the app cannot open its window on display {:?}: {why}. Check that the X server \
-                 is running, or run the scene headless with `crsim run SCENE --steps N`.",
-                std::env::var_os("DISPLAY").unwrap_or_default()
-            );
-            return ExitCode::from(2);
-        }
-    };
-    setup(&mut app);
-    let exit = app.run();
-    if exit.is_success() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-}
-
-/// What the command line says about robots driven from outside, for the app and for `run`.
-struct Outside {
-    protocol: Option<Dialect>,
-    program_port: Option<u16>,
-    overrides: SceneOverrides,
-}
-
-impl Outside {
-    /// Nothing from outside (a replay, a viewer).
-    fn none() -> Outside {
-        Outside { protocol: None, program_port: None, overrides: SceneOverrides::default() }
-    }
-}
+use crsim::window::{AppWindow, Outside, open_window};
 
 fn open_recording(path: &Path) -> Result<Recording, ExitCode> {
     Recording::open(path).map_err(|e| {
@@ -565,7 +488,7 @@ fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option
     open_window(window, Outside::none(), move |app| {
         app.insert_resource(replay);
         if let Some(dir) = frames {
-            crsim::render::frames::plugin(app, dir, every);
+            crsim::window::export_frames(app, dir, every);
         }
     })
 }

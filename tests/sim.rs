@@ -853,6 +853,7 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
 /// pauses; a valid change rebuilds the world, an invalid one keeps the last valid world; saving
 /// writes only the changed line and goes through the hot reload; a change on disk is read again.
 #[test]
+#[cfg(feature = "app")]
 fn the_editor_shows_its_document_in_the_world_and_saves_through_the_hot_reload() {
     use crsim::run::hot_reload;
     use crsim::scene::edit::{Edit, ItemKind};
