@@ -15,6 +15,7 @@ pub mod network;
 pub mod overlap;
 pub mod overrides;
 pub mod path;
+pub mod reference;
 pub mod schema;
 pub mod validate;
 

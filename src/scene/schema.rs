@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub type Vec2f = (f32, f32);
 
 /// A whole scene: the arena, everything in it, and how the loop steps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SceneFile {
     /// A human-readable name shown in the panel and the run summary.
@@ -29,20 +29,28 @@ pub struct SceneFile {
     /// very large swarms.
     #[serde(default)]
     pub physics: PhysicsMode,
+    /// The floor: its size, and whether walls enclose it.
     pub arena: ArenaSpec,
     #[serde(default)]
+    /// Straight solid walls inside the arena.
     pub walls: Vec<WallSpec>,
     #[serde(default)]
+    /// Solid rectangles robots bump into; a pen released over a box drops into it.
     pub boxes: Vec<BoxSpec>,
     #[serde(default)]
+    /// Small bodies robots push, grip, carry and drop into boxes.
     pub pens: Vec<PenSpec>,
     #[serde(default)]
+    /// Robots' refuges on the floor, each near a wall; an explorer starts in its den.
     pub dens: Vec<DenSpec>,
     #[serde(default)]
+    /// Charging pads.
     pub stations: Vec<StationSpec>,
     #[serde(default)]
+    /// Fixed sonar beams that report robots crossing them.
     pub sonars: Vec<SonarSpec>,
     #[serde(default)]
+    /// The robots, in the order that gives each its index (its bot id in packets).
     pub robots: Vec<RobotSpec>,
     /// System-level parameters of the communication model.
     #[serde(default)]
@@ -63,7 +71,7 @@ pub struct SceneFile {
 }
 
 /// The bot manager's settings (seed 004).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BotlinkSpec {
     /// Address the UDP ports listen on.
@@ -125,7 +133,7 @@ impl Default for BotlinkSpec {
 }
 
 /// How robots and pens move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum PhysicsMode {
     /// Rigid bodies in rapier: mass, momentum, friction and contacts solved by its solver; a
     /// pushed pen slides on and slows down.
@@ -139,7 +147,7 @@ pub enum PhysicsMode {
 }
 
 /// How the bot manager's packets travel to simulated bots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Transport {
     /// Handed over inside the process: no sockets, the same bytes.
     #[default]
@@ -149,7 +157,7 @@ pub enum Transport {
 }
 
 /// What happens to the robots of a program that has not answered a step in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum LatePolicy {
     /// They go on with their running skills (seed 003's notes: a late controller keeps its last
     /// command).
@@ -162,10 +170,11 @@ pub enum LatePolicy {
 }
 
 /// The server robot programs connect to (seeds 003 and 000): TCP, newline-delimited JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramsSpec {
     #[serde(default = "default_address")]
+    /// Where the server listens; another address serves other machines.
     pub address: String,
     /// 0 picks a free port.
     #[serde(default = "default_program_port")]
@@ -177,6 +186,7 @@ pub struct ProgramsSpec {
     #[serde(default = "default_step_timeout")]
     pub step_timeout: f32,
     #[serde(default)]
+    /// What happens to a late program's robots this step.
     pub late: LatePolicy,
     /// The longest message content a program may send, bytes of JSON.
     #[serde(default = "default_max_message_bytes")]
@@ -206,83 +216,110 @@ impl Default for ProgramsSpec {
 
 /// The floor. With `boundary: true` four walls enclose it, named `wallDown` (y = 0), `wallUp`,
 /// `wallLeft` (x = 0) and `wallRight`, as in the VirtualRobot room.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArenaSpec {
+    /// Metres along x, 0.001 to 100,000.
     pub width: f32,
+    /// Metres along y, 0.001 to 100,000.
     pub height: f32,
     #[serde(default = "default_true")]
+    /// Four walls enclose the floor.
     pub boundary: bool,
     #[serde(default = "default_wall_thickness")]
+    /// Metres, of the boundary walls (outside the floor).
     pub wall_thickness: f32,
 }
 
 /// A straight wall from `from` to `to` (centre line), `thickness` wide.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WallSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y): one end of its centre line.
     pub from: Vec2f,
+    /// Metres (x, y): the other end.
     pub to: Vec2f,
     #[serde(default = "default_wall_thickness")]
+    /// Metres.
     pub thickness: f32,
 }
 
 /// A box: a solid rectangle robots bump into; a pen released over it drops inside.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoxSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y).
     pub center: Vec2f,
+    /// Metres (along its own x, along its own y).
     pub size: Vec2f,
     #[serde(default)]
+    /// Degrees, counter-clockwise.
     pub angle: f32,
 }
 
 /// A pen lying on the floor: a small dynamic body robots can push or grip.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PenSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y).
     pub pos: Vec2f,
     #[serde(default = "default_pen_radius")]
+    /// Metres.
     pub radius: f32,
 }
 
 /// A den: a robot's refuge on the floor. It must lie near a wall: its centre within two den
 /// radii of a wall surface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y); within two radii of a wall surface.
     pub pos: Vec2f,
     #[serde(default = "default_den_radius")]
+    /// Metres.
     pub radius: f32,
 }
 
 /// A charging pad on the floor; a robot overlapping it charges at `rate` units per second.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StationSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y).
     pub pos: Vec2f,
     #[serde(default = "default_station_radius")]
+    /// Metres.
     pub radius: f32,
     #[serde(default = "default_station_rate")]
+    /// Charge units per second to a robot on it.
     pub rate: f32,
 }
 
 /// A sonar at `pos` whose beam leaves along `axis` (degrees), `width` wide, up to `range`
 /// metres or the first wall or box (with `through_walls`, through them to its range or the
 /// arena's edge). It reports every robot whose centre enters the beam.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SonarSpec {
+    /// Unique among all the scene's items.
     pub name: String,
+    /// Metres (x, y); usually on a wall.
     pub pos: Vec2f,
+    /// Direction of the beam, degrees.
     pub axis: f32,
+    /// Metres across the beam.
     pub width: f32,
     #[serde(default)]
+    /// Metres; up to the first wall or box (or the arena's edge) when absent.
     pub range: Option<f32>,
     /// The beam passes walls and boxes, as the VirtualRobot's sonars do.
     #[serde(default)]
@@ -290,15 +327,18 @@ pub struct SonarSpec {
 }
 
 /// A robot: a disc with a differential drive, a gripper, a battery and its sensors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RobotSpec {
+    /// Unique among all the scene's items.
     pub name: String,
     /// `(x, y, heading in degrees)`.
     pub pose: (f32, f32, f32),
     #[serde(default)]
+    /// The name of its den (an explorer needs one).
     pub den: Option<String>,
     #[serde(default = "default_robot_radius")]
+    /// Metres, of its disc.
     pub radius: f32,
     /// Maximum linear speed, m/s.
     #[serde(default = "default_max_speed")]
@@ -307,15 +347,19 @@ pub struct RobotSpec {
     #[serde(default = "default_max_turn")]
     pub max_turn: f32,
     #[serde(default)]
+    /// Its battery.
     pub battery: BatterySpec,
     #[serde(default)]
+    /// Its camera.
     pub camera: CameraSpec,
     /// How far in front of the body the gripper reaches for a pen, metres.
     #[serde(default = "default_grip_reach")]
     pub grip_reach: f32,
     #[serde(default)]
+    /// What drives it.
     pub controller: ControllerSpec,
     #[serde(default)]
+    /// Its radio's abilities and parameters.
     pub comms: RobotCommsSpec,
     /// A bot outside crsim at this UDP address (`"127.0.0.1:7001"`, for example `crsim bot`):
     /// the bot manager sends it the commands of its controller and takes its status packets as
@@ -326,36 +370,43 @@ pub struct RobotSpec {
 
 /// Battery: charge in abstract units; drain per second idle, per metre driven and per radian
 /// turned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatterySpec {
     #[serde(default = "default_capacity")]
+    /// Full charge, units.
     pub capacity: f32,
     /// Initial charge; the full capacity when absent.
     #[serde(default)]
     pub initial: Option<f32>,
     #[serde(default = "default_idle_drain")]
+    /// Units per second, always.
     pub idle_drain: f32,
     #[serde(default = "default_move_drain")]
+    /// Units per metre driven.
     pub move_drain: f32,
     #[serde(default = "default_turn_drain")]
+    /// Units per radian turned.
     pub turn_drain: f32,
 }
 
 /// Camera: a cone of `fov` degrees and `range` metres, refreshed every `period` steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CameraSpec {
     #[serde(default = "default_fov")]
+    /// Field of view, degrees (up to 360).
     pub fov: f32,
     #[serde(default = "default_camera_range")]
+    /// Metres it sees.
     pub range: f32,
     #[serde(default = "default_period")]
+    /// Steps between two pictures.
     pub period: u32,
 }
 
 /// What drives a robot.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ControllerSpec {
     /// Stands still.
     #[default]
@@ -418,7 +469,7 @@ impl ControllerSpec {
 }
 
 /// Which year's server crsim imitates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Dialect {
     /// VR21: `endmove` strings after the full time also on collision (`"false"`), WebSocket moves
     /// run like HTTP moves and report their end, collision events `{"collision":true,…}`.
@@ -447,7 +498,7 @@ impl std::str::FromStr for Dialect {
 }
 
 /// How an explorer picks where to go next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum StrategySpec {
     /// Rings of growing distance from the den, unexplored cells first.
     #[default]
@@ -457,16 +508,20 @@ pub enum StrategySpec {
 }
 
 /// A robot's communication abilities and parameters (seed 000).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RobotCommsSpec {
     #[serde(default = "default_true")]
+    /// It may send and receive broadcasts.
     pub broadcast: bool,
     #[serde(default = "default_true")]
+    /// It may send and receive messages to one robot.
     pub point_to_point: bool,
     #[serde(default = "default_true")]
+    /// It receives at all.
     pub incoming: bool,
     #[serde(default = "default_true")]
+    /// It sends at all.
     pub outgoing: bool,
     /// Maximum sending range, metres; unlimited when absent.
     #[serde(default)]
@@ -475,38 +530,49 @@ pub struct RobotCommsSpec {
     #[serde(default)]
     pub delay: u32,
     #[serde(default = "default_probability")]
+    /// Chance each of its messages is delivered, 0 to 1.
     pub probability: f32,
 }
 
 /// Overrides for messages from one robot to another; absent fields leave the other levels in
 /// charge.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PairSpec {
+    /// The sending robot.
     pub from: String,
+    /// The receiving robot.
     pub to: String,
     #[serde(default)]
+    /// The pair's link; off, nothing goes from `from` to `to`.
     pub link: Option<bool>,
     #[serde(default)]
+    /// Metres, narrowing the others'.
     pub range: Option<f32>,
     #[serde(default)]
+    /// Steps, replacing the system's and the sender's.
     pub delay: Option<u32>,
     #[serde(default)]
+    /// Chance of delivery, replacing the others'.
     pub probability: Option<f32>,
 }
 
 /// System-level communication parameters (seed 000). `range: None` is unlimited; `delay` is
 /// in steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommsSpec {
     #[serde(default = "default_true")]
+    /// The system link: off, nothing is delivered.
     pub link: bool,
     #[serde(default)]
+    /// Metres a message reaches; unlimited when absent.
     pub range: Option<f32>,
     #[serde(default)]
+    /// Steps a message takes to arrive.
     pub delay: u32,
     #[serde(default = "default_probability")]
+    /// Chance each message is delivered, 0 to 1.
     pub probability: f32,
     /// Messages a robot's queue holds; more are dropped (and counted).
     #[serde(default = "default_inbox_capacity")]
