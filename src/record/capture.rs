@@ -168,7 +168,7 @@ pub fn map_rows(ex: &Explorer) -> Vec<String> {
         .collect()
 }
 
-/// After every step: the records of the step just run.
+/// After every step: the records of the step just run, channel by channel.
 pub(super) fn capture(
     time: Res<SimTime>,
     hash: Res<TrajectoryHash>,
@@ -199,32 +199,66 @@ pub(super) fn capture(
     rec.steps += 1;
     rec.last_step = Some(step);
     let name = |e: Entity| names.get(e).map(|n| n.to_string()).unwrap_or_default();
-
-    // /step
-    let mut inside: Vec<Vec<Entity>> = Vec::new();
     let mut events = std::mem::take(&mut rec.pending);
+    record_step(rec, &time, &hash, &sonars, &name, &mut events);
+    record_robots(rec, step, &order, &robots);
+    record_pens(rec, step, first, &order, &robot_info, &pens, &pen_order, &name, &mut events);
+    events.extend(
+        bumps.read().filter(|b| b.step == step).map(|b| Event::Bump { robot: name(b.robot), other: name(b.other) }),
+    );
+    if !events.is_empty() {
+        rec.emit(Record::new(step, Body::Events(EventsRecord { step, events })));
+    }
+    record_radio(rec, step, &order, &mut radio_log, &inboxes);
+    record_thinking(rec, step, first, &networks, &explorers);
+    let taken = std::mem::take(&mut inputs.current);
+    if !taken.is_empty() {
+        rec.emit(Record::new(step, Body::Inputs(InputsRecord { step, ..taken })));
+    }
+}
+
+/// `/step`: the clock, the hash, and how many robots are in each sonar's beam (sonars by name);
+/// a robot entering a beam is an event.
+fn record_step(
+    rec: &mut Recorder,
+    time: &SimTime,
+    hash: &TrajectoryHash,
+    sonars: &Query<(&Name, &Sonar)>,
+    name: &dyn Fn(Entity) -> String,
+    events: &mut Vec<Event>,
+) {
     let mut sonar_order: Vec<(&Name, &Sonar)> = sonars.iter().collect();
     sonar_order.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-    for (i, (sname, s)) in sonar_order.iter().enumerate() {
-        let now: Vec<Entity> = s.inside.iter().map(|(e, _)| *e).collect();
-        for e in &now {
-            if !rec.last_inside.get(i).is_some_and(|prev| prev.contains(e)) {
-                events.push(Event::Sonar { sonar: sname.to_string(), robot: name(*e) });
-            }
-        }
-        inside.push(now);
+    let inside: Vec<Vec<Entity>> =
+        sonar_order.iter().map(|(_, s)| s.inside.iter().map(|(e, _)| *e).collect()).collect();
+    for (i, e) in entered(&rec.last_inside, &inside) {
+        events.push(Event::Sonar { sonar: sonar_order[i].0.to_string(), robot: name(e) });
     }
     let sonars_inside = inside.iter().map(|v| v.len() as u32).collect();
     rec.last_inside = inside;
     rec.last_hash = hash.hex();
-    let step_record =
-        StepRecord { step, time: time.seconds() + time.dt_exact, hash: hash.hex(), sonars: sonars_inside };
-    rec.emit(Record::new(step, Body::Step(step_record)));
+    let step = time.step;
+    let record = StepRecord { step, time: time.seconds() + time.dt_exact, hash: hash.hex(), sonars: sonars_inside };
+    rec.emit(Record::new(step, Body::Step(record)));
+}
 
-    // /robots
-    let n = order.0.len();
+/// Who is in each beam now and was not before: (beam, who), beam by beam in order.
+fn entered<T: PartialEq + Copy>(before: &[Vec<T>], now: &[Vec<T>]) -> Vec<(usize, T)> {
+    let mut out = Vec::new();
+    for (i, inside) in now.iter().enumerate() {
+        for e in inside {
+            if !before.get(i).is_some_and(|prev| prev.contains(e)) {
+                out.push((i, *e));
+            }
+        }
+    }
+    out
+}
+
+/// `/robots`: every robot's pose, commands, battery and flags, in robot order.
+fn record_robots(rec: &mut Recorder, step: u64, order: &RobotOrder, robots: &Query<RobotItem, With<Robot>>) {
     let mut r = RobotsRecord { step, ..default() };
-    r.reserve(n);
+    r.reserve(order.0.len());
     for &e in &order.0 {
         let Ok((t, cmd, applied, battery, bump, grip, lamp)) = robots.get(e) else { continue };
         let (p, heading) = pose(t);
@@ -236,24 +270,31 @@ pub(super) fn capture(
         r.linear.push(mm(applied.linear));
         r.angular.push(mm(applied.angular));
         r.battery.push((battery.level() * 1000.0).round() as i32);
-        let mut f = 0;
-        if bump.is_touching() {
-            f |= flags::TOUCHING;
-        }
-        if grip.close {
-            f |= flags::GRIP_CLOSED;
-        }
-        if lamp.on {
-            f |= flags::LAMP;
-        }
-        if battery.charging {
-            f |= flags::CHARGING;
-        }
-        r.flags.push(f);
+        r.flags.push(robot_flags(bump.is_touching(), grip.close, lamp.on, battery.charging));
     }
     rec.emit(Record::new(step, Body::Robots(r)));
+}
 
-    // /pens, and grips, releases and boxes from the holders' changes
+/// A robot's flags in `/robots`.
+fn robot_flags(touching: bool, grip_closed: bool, lamp: bool, charging: bool) -> u8 {
+    [(touching, flags::TOUCHING), (grip_closed, flags::GRIP_CLOSED), (lamp, flags::LAMP), (charging, flags::CHARGING)]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |f, (_, bit)| f | bit)
+}
+
+/// `/pens`, and the grips, releases and boxes that the pens' holders' changes mean.
+fn record_pens(
+    rec: &mut Recorder,
+    step: u64,
+    first: bool,
+    order: &RobotOrder,
+    robot_info: &Query<(&Name, &Robot)>,
+    pens: &Query<(Entity, &Transform, &Pen, Option<&Held>, Option<&Boxed>)>,
+    pen_order: &PenOrder,
+    name: &dyn Fn(Entity) -> String,
+    events: &mut Vec<Event>,
+) {
     let index_of = |e: Entity| robot_info.get(e).map(|(_, r)| r.index as i32).unwrap_or(PEN_FREE);
     let mut p = PensRecord { step, ..default() };
     for &e in &pen_order.0 {
@@ -267,41 +308,72 @@ pub(super) fn capture(
         });
     }
     if !first {
-        for (i, (&now, &before)) in p.holder.iter().zip(&rec.last_holder).enumerate() {
-            if now == before {
-                continue;
-            }
-            let pen = pen_order.0.get(i).map(|&e| name(e)).unwrap_or_default();
-            let robot_name = |idx: i32| order.0.get(idx as usize).map(|&e| name(e)).unwrap_or_default();
-            if before >= 0 && now != before {
-                events.push(Event::Released { robot: robot_name(before), pen: pen.clone() });
-            }
-            if now >= 0 {
-                events.push(Event::Gripped { robot: robot_name(now), pen: pen.clone() });
-            }
-            if now == PEN_BOXED {
-                let container = pen_order
-                    .0
-                    .get(i)
-                    .and_then(|&e| pens.get(e).ok())
-                    .and_then(|(.., b)| b.map(|b| name(b.container)))
-                    .unwrap_or_default();
-                events.push(Event::Boxed { pen, container });
+        let pen_name = |i: usize| pen_order.0.get(i).map(|&e| name(e)).unwrap_or_default();
+        let robot_name = |idx: i32| order.0.get(idx as usize).map(|&e| name(e)).unwrap_or_default();
+        for change in holder_changes(&rec.last_holder, &p.holder) {
+            match change {
+                HolderChange::Released { pen, by } => {
+                    events.push(Event::Released { robot: robot_name(by), pen: pen_name(pen) })
+                }
+                HolderChange::Gripped { pen, by } => {
+                    events.push(Event::Gripped { robot: robot_name(by), pen: pen_name(pen) })
+                }
+                HolderChange::Boxed { pen } => {
+                    let container = pen_order
+                        .0
+                        .get(pen)
+                        .and_then(|&e| pens.get(e).ok())
+                        .and_then(|(.., b)| b.map(|b| name(b.container)))
+                        .unwrap_or_default();
+                    events.push(Event::Boxed { pen: pen_name(pen), container });
+                }
             }
         }
     }
     rec.last_holder = p.holder.clone();
     rec.emit(Record::new(step, Body::Pens(p)));
+}
 
-    // /events
-    for b in bumps.read().filter(|b| b.step == step) {
-        events.push(Event::Bump { robot: name(b.robot), other: name(b.other) });
-    }
-    if !events.is_empty() {
-        rec.emit(Record::new(step, Body::Events(EventsRecord { step, events })));
-    }
+/// What a change of a pen's holder means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HolderChange {
+    /// Robot number `by` let go of pen number `pen`.
+    Released { pen: usize, by: i32 },
+    /// Robot number `by` took it.
+    Gripped { pen: usize, by: i32 },
+    /// It went into a box.
+    Boxed { pen: usize },
+}
 
-    // /radio
+/// The changes from the holders `before` to those `now` (a robot's index, [`PEN_FREE`] or
+/// [`PEN_BOXED`] per pen), pen by pen: a release before a grip of the same pen.
+fn holder_changes(before: &[i32], now: &[i32]) -> Vec<HolderChange> {
+    let mut out = Vec::new();
+    for (pen, (&now, &before)) in now.iter().zip(before).enumerate() {
+        if now == before {
+            continue;
+        }
+        if before >= 0 {
+            out.push(HolderChange::Released { pen, by: before });
+        }
+        if now >= 0 {
+            out.push(HolderChange::Gripped { pen, by: now });
+        }
+        if now == PEN_BOXED {
+            out.push(HolderChange::Boxed { pen });
+        }
+    }
+    out
+}
+
+/// `/radio`: what was sent this step (queued and dropped by cause) and what was delivered.
+fn record_radio(
+    rec: &mut Recorder,
+    step: u64,
+    order: &RobotOrder,
+    radio_log: &mut RadioLog,
+    inboxes: &Query<(&Name, &RadioIn)>,
+) {
     let mut radio = RadioRecord { step, ..default() };
     for (from, to, sent) in radio_log.sends.drain(..) {
         radio.sent.push(RadioSend {
@@ -324,8 +396,17 @@ pub(super) fn capture(
     if !(radio.sent.is_empty() && radio.delivered.is_empty()) {
         rec.emit(Record::new(step, Body::Radio(radio)));
     }
+}
 
-    // /network and /explorer, where they changed
+/// `/network` and `/explorer` where a robot's thinking changed, and every
+/// [`KEYFRAME_EVERY`] steps (and the first) `/keyframe` with all of it.
+fn record_thinking(
+    rec: &mut Recorder,
+    step: u64,
+    first: bool,
+    networks: &Query<(&Robot, &Name, &NetworkController)>,
+    explorers: &Query<(&Robot, &Name, &Explorer)>,
+) {
     let keyframe = first || step.is_multiple_of(KEYFRAME_EVERY);
     let mut key = KeyframeRecord { step, ..default() };
     let mut nets: Vec<_> = networks.iter().collect();
@@ -348,19 +429,7 @@ pub(super) fn capture(
         let rows = map_rows(ex);
         let before = rec.last_explorer.get(&robot.index);
         if let Some(before) = before {
-            let old = before.map.as_deref().unwrap_or_default();
-            let m = &ex.map;
-            for (row_i, (new_row, old_row)) in rows.iter().zip(old).enumerate() {
-                if new_row == old_row {
-                    continue;
-                }
-                let y = m.rows - row_i as i32;
-                for (col_i, (a, b)) in new_row.chars().zip(old_row.chars()).enumerate() {
-                    if a != b {
-                        state.changed.push((col_i as i32 - 1, y, a));
-                    }
-                }
-            }
+            state.changed = map_changes(before.map.as_deref().unwrap_or_default(), &rows, ex.map.rows);
         }
         let same = before.is_some_and(|b| {
             state.changed.is_empty()
@@ -381,14 +450,76 @@ pub(super) fn capture(
     if keyframe {
         rec.emit(Record::new(step, Body::Keyframe(key)));
     }
+}
 
-    // /inputs
-    let taken = std::mem::take(&mut inputs.current);
-    if !taken.is_empty() {
-        rec.emit(Record::new(step, Body::Inputs(InputsRecord { step, ..taken })));
+/// The cells of a map (rows of letters, top row first, a ring of cells around `rows` rows) that
+/// differ from `old` to `new`: (x, y, new letter), x and y in map cells.
+fn map_changes(old: &[String], new: &[String], rows: i32) -> Vec<(i32, i32, char)> {
+    let mut out = Vec::new();
+    for (row_i, (new_row, old_row)) in new.iter().zip(old).enumerate() {
+        if new_row == old_row {
+            continue;
+        }
+        let y = rows - row_i as i32;
+        for (col_i, (a, b)) in new_row.chars().zip(old_row.chars()).enumerate() {
+            if a != b {
+                out.push((col_i as i32 - 1, y, a));
+            }
+        }
     }
+    out
 }
 
 /// Pens in scene order (their entities), kept by the recorder and the replay.
 #[derive(Resource, Debug, Default, Clone)]
 pub struct PenOrder(pub Vec<Entity>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_robot_entering_a_beam_is_told_once_beam_by_beam() {
+        let before = vec![vec![1, 2], vec![]];
+        let now = vec![vec![2, 3], vec![1], vec![4]];
+        assert_eq!(entered(&before, &now), vec![(0, 3), (1, 1), (2, 4)]);
+        assert_eq!(entered(&now, &now), vec![]);
+    }
+
+    #[test]
+    fn flags_are_bits() {
+        assert_eq!(robot_flags(false, false, false, false), 0);
+        assert_eq!(robot_flags(true, false, true, false), flags::TOUCHING | flags::LAMP);
+        assert_eq!(robot_flags(false, true, false, true), flags::GRIP_CLOSED | flags::CHARGING);
+    }
+
+    #[test]
+    fn holder_changes_are_releases_grips_and_boxes_pen_by_pen() {
+        use HolderChange::*;
+        // Pen 0 passes from robot 2 to robot 5; pen 1 is gripped; pen 2 goes from robot 1 into a
+        // box; pen 3 stays; pen 4 is dropped on the floor.
+        let before = [2, PEN_FREE, 1, 0, 3];
+        let now = [5, 4, PEN_BOXED, 0, PEN_FREE];
+        assert_eq!(
+            holder_changes(&before, &now),
+            vec![
+                Released { pen: 0, by: 2 },
+                Gripped { pen: 0, by: 5 },
+                Gripped { pen: 1, by: 4 },
+                Released { pen: 2, by: 1 },
+                Boxed { pen: 2 },
+                Released { pen: 4, by: 3 },
+            ]
+        );
+    }
+
+    #[test]
+    fn map_changes_name_the_cells_that_differ_in_map_coordinates() {
+        // A map of 2 rows and 3 columns with its ring: rows y = 2, 1, 0, -1; columns x = -1..=3.
+        let old: Vec<String> = ["#####", "#...#", "#???#", "#####"].map(String::from).to_vec();
+        let mut new = old.clone();
+        new[1] = "#.!.#".into();
+        new[2] = "#?#?#".into();
+        assert_eq!(map_changes(&old, &new, 2), vec![(1, 1, '!'), (1, 0, '#')]);
+    }
+}
