@@ -354,14 +354,15 @@ pub(super) fn receive(
     };
     let settings = &active.scene.programs;
     let deadline = Instant::now() + Duration::from_secs_f32(settings.step_timeout);
-    let mut answered: Vec<Entity> = Vec::new();
+    // A set: with many external robots a list's lookups would make each pass quadratic.
+    let mut answered: std::collections::HashSet<Entity> = std::collections::HashSet::new();
     loop {
         for mut item in &mut robots {
             if item.6.is_none() || (lock && answered.contains(&item.0)) {
                 continue;
             }
             if read_port(&mut commands, &mut item, lock, now, estop, &mut stats, &names, &mut buf) && lock {
-                answered.push(item.0);
+                answered.insert(item.0);
             }
         }
         if let Some(socket) = update_all.socket.as_ref() {
