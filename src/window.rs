@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use bevy::prelude::*;
 
+#[cfg(feature = "app")]
+use crate::scene::PendingScene;
 use crate::scene::schema::Dialect;
 use crate::scene::{SceneFile, SceneOverrides, SceneSource};
 
@@ -75,7 +77,7 @@ pub fn open_window(window: AppWindow, outside: Outside, setup: impl FnOnce(&mut 
     }));
     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut app = App::new();
-        app.add_plugins(crate::AppPlugin {
+        app.add_plugins(AppPlugin {
             scene,
             source,
             screenshot,
@@ -126,3 +128,63 @@ pub fn export_frames(app: &mut App, dir: PathBuf, every: u64) {
 /// Without the `app` feature nothing draws frames; `open_window` has said so already.
 #[cfg(not(feature = "app"))]
 pub fn export_frames(_: &mut App, _: PathBuf, _: u64) {}
+
+/// The desktop app: a window on `scene`, drawn, with the control panel and hot reload (the
+/// `app` feature).
+#[cfg(feature = "app")]
+pub struct AppPlugin {
+    pub scene: SceneFile,
+    pub source: SceneSource,
+    /// Save a screenshot here after this many frames, then exit (the GUI smoke test).
+    pub screenshot: Option<(std::path::PathBuf, u32)>,
+    /// Time this many frames after a warm-up, print the frame-time statistics and exit.
+    pub frame_stats: Option<u32>,
+    /// Select the robot of this name whenever a scene loads.
+    pub select: Option<String>,
+    /// Edit mode, the plots window and the theme at start.
+    pub start: StartView,
+    /// Remote robots speak this VirtualRobot dialect instead of their scene's.
+    pub protocol: Option<Dialect>,
+    /// Serve robot programs on this port instead of the scene's.
+    pub program_port: Option<u16>,
+    /// Changes to every scene read from a file (already applied to `scene`).
+    pub overrides: SceneOverrides,
+}
+
+#[cfg(feature = "app")]
+impl Plugin for AppPlugin {
+    fn build(&self, app: &mut App) {
+        app.add_plugins(DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window { title: "crsim".into(), resolution: (1280, 800).into(), ..default() }),
+            ..default()
+        }))
+        .add_plugins(bevy_egui::EguiPlugin::default())
+        .add_plugins(crate::run::SimPlugin)
+        .insert_resource(crate::sim::SimClock::real_time())
+        .insert_resource(crate::control::remote::DialectOverride(self.protocol))
+        .insert_resource(crate::control::programs::ProgramPortOverride(self.program_port))
+        .insert_resource(self.overrides.clone());
+        app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
+        crate::run::hot_reload::plugin(app);
+        crate::render::plugin(app);
+        crate::record::replay::plugin(app);
+        if let Some(name) = &self.select {
+            crate::render::select_on_load(app, name.clone());
+        }
+        crate::ui::plugin(app);
+        if self.start.edit {
+            crate::ui::editor::edit_on_load(app, self.select.clone());
+        }
+        app.world_mut().resource_mut::<crate::ui::plots::PlotsOpen>().0 = self.start.plots;
+        if self.start.dark {
+            app.world_mut().resource_mut::<crate::render::picture::ViewOptions>().theme =
+                crate::render::picture::Theme::Dark;
+        }
+        if let Some((path, frames)) = &self.screenshot {
+            crate::render::screenshot::plugin(app, path.clone(), *frames);
+        }
+        if let Some(frames) = self.frame_stats {
+            crate::render::frame_stats::plugin(app, frames);
+        }
+    }
+}
