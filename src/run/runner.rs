@@ -208,7 +208,9 @@ pub fn wait_for_robots(app: &mut App) -> Result<(), String> {
     }
     let wait = app.world().resource::<ProgramServer>().settings.wait_for_robots;
     let start = Instant::now();
-    say!("programs: waiting for {}", app.world().resource::<StepGate>().describe());
+    let gate = app.world().resource::<StepGate>();
+    let who = if gate.waiting_for.is_empty() { "udp" } else { "programs" };
+    say!("{who}: waiting for {}", gate.describe());
     while app.world().resource::<StepGate>().held() {
         if signals::requested() {
             return Ok(());
