@@ -1,10 +1,13 @@
 //! The communication model (seed 000): robots talk to each other only through a simulated radio
 //! with link, range, delay and delivery probability.
 //!
-//! [`model`] holds the whole model as plain types with its tests; [`radio`] runs it in the loop
-//! (registration, delivery in the communicate stage, the `comms` metrics). Explorers share the
-//! obstacles they find through it.
+//! [`model`] holds the seed's model as plain types with its tests (records, queues, parameter
+//! levels, the checks in the seed's order); [`delivery`] is the planner that applies a step's
+//! sends together on several threads without changing what the model decides; [`radio`] runs
+//! them in the loop (registration, delivery in the communicate stage, the `comms` metrics).
+//! Explorers share the obstacles they find through it.
 
+pub mod delivery;
 pub mod model;
 pub mod radio;
 
@@ -14,7 +17,8 @@ pub(super) fn plugin(app: &mut bevy::prelude::App) {
     radio::plugin(app);
 }
 
+pub use delivery::PlannedChunk;
 pub use model::{
     CommType, CommsError, CommsModel, CommsStats, DropCause, Drops, EffectiveLink, Message, Nearby, PairParams,
-    PlannedChunk, RobotId, RobotParams, Sent, SystemParams, Target, To, effective_link,
+    RobotId, RobotParams, Sent, SystemParams, Target, To, effective_link,
 };

@@ -10,9 +10,9 @@ use bevy::prelude::*;
 use serde_json::json;
 
 use super::model::{
-    CommType, CommsError, CommsModel, Nearby, PairParams, PlannedChunk, RobotId, RobotParams, SystemParams, Target, To,
+    CommType, CommsError, CommsModel, Nearby, PairParams, RobotId, RobotParams, SystemParams, Target, To,
 };
-use super::{DropCause, Message};
+use super::{DropCause, Message, PlannedChunk};
 use crate::robot::Robot;
 use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
