@@ -13,8 +13,8 @@ use bevy::prelude::*;
 use bevy::utils::Parallel;
 
 use super::manager::{
-    BotManager, Heard, LinkAction, LinkCounters, LinkRequest, RoundPacket, change_state, group_slots, hear, refusal,
-    status_due,
+    BotManager, Heard, LinkAction, LinkCounters, LinkRequest, RoundPacket, RoundPart, STOP_COMMANDS, change_state,
+    delegate, give_up, group_slots, hear, refusal, round_part, send_order, status_command, status_due, watch,
 };
 use super::packet::{Command, EMPTY_SLOT, UpdateSlot, decode, encode, encode_into};
 use super::transmitter::Flushed;
@@ -167,6 +167,8 @@ struct Expect {
     answers: HashMap<u32, u32>,
 }
 
+/// The bot manager's step (seed 004), as named steps in the order they run.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn exchange(
     mut commands: Commands,
     time: Res<SimTime>,
@@ -181,12 +183,62 @@ pub(super) fn exchange(
     mut scratch: Local<Scratch>,
 ) {
     let started = Instant::now();
-    let now = time.seconds();
     let spec = &active.scene.botlink;
     let m = &mut *manager;
+    let sc = &mut *scratch;
     let round = m.clock.step(time.dt);
-    let connect_by = now + f64::from(spec.connect_timeout);
+    let now = time.seconds();
+    let pass = BotPass {
+        now,
+        step: time.step,
+        round,
+        status_every: m.status_every,
+        watchdog: f64::from(spec.watchdog),
+        connect_timeout: spec.connect_timeout,
+    };
+    take_requests(&mut commands, m, &mut requests, &mut bots, now + f64::from(spec.connect_timeout));
+    tend_bots(sc, &central, &mut bots, &passes, order.0.len(), &pass);
+    let (gave_up, stopped) = gather(sc);
+    announce(&mut commands, m, gave_up, stopped);
+    queue_unicast(m, sc);
+    if round {
+        make_round(m, sc);
+    }
+    let flushed = flush(m, sc, &order, &mut bots, now);
+    let mut expect = Expect::default();
+    let mut packets =
+        deliver_unicast(m, sc, &central, &order, &mut bots, flushed, time.step, spec.reply_timeout, &mut expect);
+    packets += deliver_round(m, sc, &mut central, &order, &mut bots, spec.reply_timeout, &mut expect);
+    if !sc.here.is_empty() || round {
+        serve_bots_here(&mut commands, m, sc, &order, &mut bots, &names, time.step, now, round);
+    }
+    if !expect.at_port.is_empty() || expect.at_group > 0 {
+        simulated_ends_over_udp(m, &central, &order, &mut bots, &names, &expect);
+    }
+    take_answers(&mut commands, m, &central, &order, &mut bots, &expect, spec.reply_timeout, now);
+    if round {
+        m.timing.add(started.elapsed().as_secs_f64(), packets);
+    }
+}
 
+/// What every bot's part of the pass needs to know of this step.
+struct BotPass {
+    now: f64,
+    step: u64,
+    round: bool,
+    status_every: u64,
+    watchdog: f64,
+    connect_timeout: f32,
+}
+
+/// The panel's requests: connect, disconnect, reconnect, motor parameters.
+fn take_requests(
+    commands: &mut Commands,
+    m: &mut BotManager,
+    requests: &mut MessageReader<LinkRequest>,
+    bots: &mut Query<Bot>,
+    connect_by: f64,
+) {
     for r in requests.read() {
         let Ok(mut b) = bots.get_mut(r.bot) else { continue };
         if !b.link.managed {
@@ -195,11 +247,11 @@ pub(super) fn exchange(
         let index = b.robot.index;
         let link = &mut *b.link;
         match r.action {
-            LinkAction::Connect => connect(&mut commands, m, r.bot, index, link, connect_by),
-            LinkAction::Disconnect => disconnect(&mut commands, m, r.bot, index, link),
+            LinkAction::Connect => connect(commands, m, r.bot, index, link, connect_by),
+            LinkAction::Disconnect => disconnect(commands, m, r.bot, index, link),
             LinkAction::Reconnect => {
-                disconnect(&mut commands, m, r.bot, index, link);
-                connect(&mut commands, m, r.bot, index, link, connect_by);
+                disconnect(commands, m, r.bot, index, link);
+                connect(commands, m, r.bot, index, link, connect_by);
             }
             LinkAction::Motor { max_speed, max_turn } => {
                 link.motor = (max_speed, max_turn);
@@ -209,98 +261,78 @@ pub(super) fn exchange(
             }
         }
     }
+}
 
-    // The watchdog, the delegate, the status requests and the round, bot by bot: a parallel pass
-    // in which each bot changes only its own link and outbox, and what goes to the manager is
-    // gathered per thread and put in robot order below.
-    let n = order.0.len();
-    let sc = &mut *scratch;
+/// The watchdog, the connect timeout, the delegate, the status requests and the round, bot by
+/// bot: a parallel pass in which each bot changes only its own link and outbox, and what goes to
+/// the manager is gathered per thread (and put in robot order by [`gather`]).
+fn tend_bots(
+    sc: &mut Scratch,
+    central: &CentralSocket,
+    bots: &mut Query<Bot>,
+    passes: &Passes,
+    n: usize,
+    pass: &BotPass,
+) {
     sc.queue.clear();
     sc.slots.clear();
     sc.slots.resize(n, None);
     sc.reach.clear();
     sc.reach.resize(n, Reach::Here);
-    let (step, status_every, watchdog) = (time.step, m.status_every, f64::from(spec.watchdog));
-    let connect_timeout = spec.connect_timeout;
-    {
-        let central = &*central;
-        let gathered = &sc.gathered;
-        passes.each_mut_with(
-            n,
-            &mut bots,
-            || gathered.borrow_local_mut(),
-            |g, mut b| {
-                if !b.link.managed {
-                    return;
-                }
-                let index = b.robot.index;
-                if index as usize >= n {
-                    return;
-                }
-                let to = reach(&b.link, index, central);
-                if to != Reach::Here {
-                    g.reach.push((index, to));
-                }
-                let entity = b.entity;
-                let link = &mut *b.link;
-                if link.state == LinkState::Online && now - link.last_packet_s > watchdog {
-                    let from = link.state;
-                    let changed = from.can_become(LinkState::Connecting);
-                    if changed {
-                        link.state = LinkState::Connecting;
-                        link.counters.state_changes += 1;
-                    }
-                    link.counters.watchdog_stops += 1;
-                    g.stopped.push(Stopped { index, entity, from, changed });
-                }
-                if link.state == LinkState::Connecting && link.connect_by_s.is_some_and(|by| now > by) {
-                    // Seed 004: a connection that fails falls back to disconnected.
-                    link.state = LinkState::Offline;
-                    link.connect_by_s = None;
-                    link.counters.state_changes += 1;
-                    link.counters.connect_failures += 1;
-                    link.last_error = Some(format!("no answer within the connect timeout of {connect_timeout} s"));
-                    g.gave_up.push((index, entity));
-                }
-                for command in b.outbox.commands.drain(..) {
-                    match command {
-                        Command::Move { linear, angular } => {
-                            (link.command.linear, link.command.angular) = (linear, angular);
-                        }
-                        Command::Grip { close } => link.command.grip = close,
-                        Command::Lamp { on } => link.command.lamp = on,
-                        other => g.queue.push((index, other)),
-                    }
-                }
-                if status_due(step, index, status_every) {
-                    match link.state {
-                        LinkState::Online => g.queue.push((index, Command::StatusRequest)),
-                        LinkState::Connecting => g.queue.push((index, Command::Ping)),
-                        LinkState::Offline => {}
-                    }
-                }
-                if round {
-                    match link.state {
-                        LinkState::Online => {
-                            g.slots.push((index, UpdateSlot { bot: index as u16, ..link.command }));
-                            // Counted here, where the link is at hand anyway: inside the process
-                            // every round packet reaches its bots.
-                            if to == Reach::Here {
-                                link.counters.sent.update_all.add(UPDATE_ALL_LEN);
-                                link.packets_sent += 1;
-                            }
-                        }
-                        // Inactive bots get the stop commands: the motors and the lamp (the dribbler).
-                        LinkState::Connecting => {
-                            g.queue.push((index, Command::Move { linear: 0.0, angular: 0.0 }));
-                            g.queue.push((index, Command::Lamp { on: false }));
-                        }
-                        LinkState::Offline => {}
-                    }
-                }
-            },
-        );
+    let gathered = &sc.gathered;
+    passes.each_mut_with(
+        n,
+        bots,
+        || gathered.borrow_local_mut(),
+        |g, mut b| {
+            let index = b.robot.index;
+            if b.link.managed && (index as usize) < n {
+                tend_bot(g, &mut b, index, central, pass);
+            }
+        },
+    );
+}
+
+/// One bot's part of [`tend_bots`].
+fn tend_bot(g: &mut Gathered, b: &mut BotItem, index: u32, central: &CentralSocket, pass: &BotPass) {
+    let to = reach(&b.link, index, central);
+    if to != Reach::Here {
+        g.reach.push((index, to));
     }
+    let entity = b.entity;
+    let link = &mut *b.link;
+    if let Some(stop) = watch(link, pass.now, pass.watchdog) {
+        g.stopped.push(Stopped { index, entity, from: stop.from, changed: stop.changed });
+    }
+    if give_up(link, pass.now, pass.connect_timeout) {
+        g.gave_up.push((index, entity));
+    }
+    delegate(link, b.outbox.commands.drain(..), |c| g.queue.push((index, c)));
+    if status_due(pass.step, index, pass.status_every)
+        && let Some(command) = status_command(link.state)
+    {
+        g.queue.push((index, command));
+    }
+    if pass.round {
+        match round_part(link, index) {
+            RoundPart::Slot(slot) => {
+                g.slots.push((index, slot));
+                // Counted here, where the link is at hand anyway: inside the process every
+                // round packet reaches its bots.
+                if to == Reach::Here {
+                    link.counters.sent.update_all.add(UPDATE_ALL_LEN);
+                    link.packets_sent += 1;
+                }
+            }
+            RoundPart::Stop => g.queue.extend(STOP_COMMANDS.map(|c| (index, c))),
+            RoundPart::Nothing => {}
+        }
+    }
+}
+
+/// What the threads of [`tend_bots`] gathered, put in place: the unicast queue, the round's
+/// slots and where each bot is reached; the links given up and stopped, to be announced.
+fn gather(sc: &mut Scratch) -> (Vec<(u32, Entity)>, Vec<Stopped>) {
     let mut stopped = Vec::new();
     let mut gave_up = Vec::new();
     for g in sc.gathered.iter_mut() {
@@ -314,7 +346,12 @@ pub(super) fn exchange(
         }
         stopped.append(&mut g.stopped);
     }
-    // Bots that never answered: announced in robot order, and sent nothing more.
+    (gave_up, stopped)
+}
+
+/// The links that changed in the pass, announced and counted in the manager's totals in robot
+/// order: the bots that never answered (sent nothing more), then the watchdog's stops.
+fn announce(commands: &mut Commands, m: &mut BotManager, mut gave_up: Vec<(u32, Entity)>, mut stopped: Vec<Stopped>) {
     gave_up.sort_unstable_by_key(|(index, _)| *index);
     for (index, entity) in gave_up {
         m.transmitter.forget(index);
@@ -322,7 +359,6 @@ pub(super) fn exchange(
         m.totals.state_changes += 1;
         m.totals.connect_failures += 1;
     }
-    // The watchdog's stops announced in robot order.
     stopped.sort_by_key(|s| s.index);
     for Stopped { entity, from, changed, .. } in stopped {
         if changed {
@@ -331,29 +367,33 @@ pub(super) fn exchange(
         }
         m.totals.watchdog_stops += 1;
     }
-    // A bot's commands come from one thread in the order it gave them: sent by robot index,
-    // each bot's in that order, the queue is the same on any number of threads. (A sort of
-    // distinct keys in place: a stable sort of the commands themselves took room for half of
-    // them from the allocator every step, which then tidied its free lists.)
-    sc.queue_order.clear();
-    sc.queue_order.extend(sc.queue.iter().enumerate().map(|(place, (index, _))| (*index, place as u32)));
-    sc.queue_order.sort_unstable();
+}
+
+/// The pass's unicast commands into the transmitter, in [`send_order`].
+fn queue_unicast(m: &mut BotManager, sc: &mut Scratch) {
+    send_order(&sc.queue, &mut sc.queue_order);
     for &(index, place) in &sc.queue_order {
         m.send(index, &sc.queue[place as usize].1);
     }
     sc.queue.clear();
-    // Last round's packets lend their room to this round's.
-    sc.spare.extend(m.round.drain(..).map(|p| p.bytes));
-    if round {
-        m.rounds += 1;
-        let (round, spare) = (&mut m.round, &mut sc.spare);
-        group_slots(sc.slots.iter().flatten().copied(), |packet| {
-            let mut bytes = spare.pop().unwrap_or_default();
-            encode_into(&Command::UpdateAll(packet), &mut bytes);
-            round.push(RoundPacket { bytes });
-        });
-    }
+}
 
+/// The update-all round: every connected bot's slot, five to a packet in robot order (last
+/// round's packets lend their room).
+fn make_round(m: &mut BotManager, sc: &mut Scratch) {
+    sc.spare.extend(m.round.drain(..).map(|p| p.bytes));
+    m.rounds += 1;
+    let (round, spare) = (&mut m.round, &mut sc.spare);
+    group_slots(sc.slots.iter().flatten().copied(), |packet| {
+        let mut bytes = spare.pop().unwrap_or_default();
+        encode_into(&Command::UpdateAll(packet), &mut bytes);
+        round.push(RoundPacket { bytes });
+    });
+}
+
+/// The buffered transmitter lets go what its duplicate rule allows; the duplicates it held or
+/// dropped are counted for their bots.
+fn flush(m: &mut BotManager, sc: &mut Scratch, order: &RobotOrder, bots: &mut Query<Bot>, now: f64) -> Flushed {
     // Last step's lists lend their room.
     let mut flushed = std::mem::take(&mut sc.flushed);
     flushed.sent.clear();
@@ -366,19 +406,31 @@ pub(super) fn exchange(
                 if held { c.duplicates_held += 1 } else { c.duplicates_dropped += 1 }
             };
             counters(&mut m.totals);
-            if let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) {
+            if let Some(mut b) = bot_at(order, bots, index) {
                 counters(&mut b.link.counters);
             }
         }
     }
+    flushed
+}
 
-    // Delivery: over UDP at once (few bots); inside the process into per-bot lists that the
-    // bots' ends take in one pass below.
-    let mut expect = Expect::default();
+/// Unicast delivery by the scene's transport: over UDP at once (few bots; counted in what the
+/// ends and the manager wait for), inside the process into per-bot lists that
+/// [`serve_bots_here`] takes. Returns the packets.
+#[allow(clippy::too_many_arguments)]
+fn deliver_unicast(
+    m: &mut BotManager,
+    sc: &mut Scratch,
+    central: &CentralSocket,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    mut flushed: Flushed,
+    step: u64,
+    reply_timeout: f32,
+    expect: &mut Expect,
+) -> u64 {
     let mut packets = 0u64;
     sc.here.clear();
-    sc.slot_in.clear();
-    sc.slot_in.resize(n, None);
     for (index, bytes) in flushed.sent.drain(..) {
         let Some(&to) = sc.reach.get(index as usize) else { continue };
         packets += 1;
@@ -391,17 +443,17 @@ pub(super) fn exchange(
                 }
             }
             Reach::Port(address) | Reach::Outside(address) => {
-                let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
+                let Some(mut b) = bot_at(order, bots, index) else { continue };
                 b.link.counters.sent.unicast.add(bytes.len());
                 if let Some(command) = &command {
-                    b.link.remember(time.step, command.clone(), bytes.len());
+                    b.link.remember(step, command.clone(), bytes.len());
                 }
                 if let Err(e) = central.send(&bytes, address) {
                     sent_error(&mut m.totals, &mut b.link, e);
                     continue;
                 }
                 if b.link.outside.is_some() {
-                    *expect.answers.entry(index).or_default() += u32::from(awaited(&b.link, spec.reply_timeout));
+                    *expect.answers.entry(index).or_default() += u32::from(awaited(&b.link, reply_timeout));
                 } else {
                     *expect.at_port.entry(index).or_default() += 1;
                     if matches!(command, Some(Command::Ping | Command::StatusRequest)) {
@@ -412,6 +464,24 @@ pub(super) fn exchange(
         }
     }
     sc.flushed = flushed;
+    packets
+}
+
+/// The round's packets: their slots for bots inside the process noted for
+/// [`serve_bots_here`], each packet with slots for bots over UDP sent to the group (or, without
+/// one, to each such bot). Returns the packets.
+fn deliver_round(
+    m: &mut BotManager,
+    sc: &mut Scratch,
+    central: &mut CentralSocket,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    reply_timeout: f32,
+    expect: &mut Expect,
+) -> u64 {
+    let mut packets = 0u64;
+    sc.slot_in.clear();
+    sc.slot_in.resize(sc.reach.len(), None);
     let round_packets = std::mem::take(&mut m.round);
     for RoundPacket { bytes } in &round_packets {
         packets += 1;
@@ -432,114 +502,150 @@ pub(super) fn exchange(
         if here {
             m.totals.sent.update_all.add(bytes.len());
         }
-        if far.is_empty() {
-            continue;
-        }
-        let mut group_sent = false;
-        let mut sim_by_group = false;
-        if let Some(group) = central.group {
-            match central.send(bytes, group) {
-                Ok(()) => {
-                    group_sent = true;
-                    m.totals.sent.multicast.add(bytes.len());
-                }
-                Err(e) => central.fall_back(group, &e),
-            }
-        }
-        for (index, address) in far {
-            let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
-            let outside = b.link.outside.is_some();
-            b.link.packets_sent += 1;
-            if group_sent {
-                b.link.counters.sent.multicast.add(bytes.len());
-                sim_by_group |= !outside && central.group_receiver.is_some();
-            } else {
-                if let Err(e) = central.send(bytes, address) {
-                    sent_error(&mut m.totals, &mut b.link, e);
-                    continue;
-                }
-                m.totals.sent.update_all_unicast.add(bytes.len());
-                b.link.counters.sent.update_all_unicast.add(bytes.len());
-                if !outside {
-                    *expect.at_port.entry(index).or_default() += 1;
-                }
-            }
-            if outside && awaited(&b.link, spec.reply_timeout) {
-                *expect.answers.entry(index).or_default() += 1;
-            }
-        }
-        if group_sent && sim_by_group {
-            expect.at_group += 1;
+        if !far.is_empty() {
+            send_round_packet(m, central, order, bots, bytes, &far, reply_timeout, expect);
         }
     }
     m.round = round_packets;
+    packets
+}
 
-    // The simulated bots inside the process take what was sent to them, in one pass; what they
-    // answer is taken by the manager at once.
-    if !sc.here.is_empty() || round {
-        // Where each bot's unicast commands start in `here` (sorted by robot index).
-        sc.here_start.clear();
-        sc.here_start.resize(n + 1, 0);
-        for (index, _, _) in &sc.here {
-            sc.here_start[*index as usize + 1] += 1;
+/// One round packet to the bots over UDP whose slots it carries (`far`): by multicast when the
+/// group takes it, else by unicast to each.
+#[allow(clippy::too_many_arguments)]
+fn send_round_packet(
+    m: &mut BotManager,
+    central: &mut CentralSocket,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    bytes: &[u8],
+    far: &[(u32, SocketAddr)],
+    reply_timeout: f32,
+    expect: &mut Expect,
+) {
+    let mut group_sent = false;
+    let mut sim_by_group = false;
+    if let Some(group) = central.group {
+        match central.send(bytes, group) {
+            Ok(()) => {
+                group_sent = true;
+                m.totals.sent.multicast.add(bytes.len());
+            }
+            Err(e) => central.fall_back(group, &e),
         }
-        for i in 0..n {
-            sc.here_start[i + 1] += sc.here_start[i];
-        }
-        // The round's slots: a bot with nothing else sent to it only sets its drive, gripper and
-        // lamp from its slot. On this thread: a few stores per bot, which on the pool cost more
-        // than they gained (the hand-off, and the commands moving between the cores' caches):
-        // the transmit stage about 0.1 ms longer at 10,000 robots.
-        if round {
-            for mut b in &mut bots {
-                let i = b.robot.index as usize;
-                if i < n
-                    && sc.here_start[i] == sc.here_start[i + 1]
-                    && let Some(slot) = sc.slot_in[i]
-                {
-                    obey_slot(&mut b, slot);
-                }
+    }
+    for &(index, address) in far {
+        let Some(mut b) = bot_at(order, bots, index) else { continue };
+        let outside = b.link.outside.is_some();
+        b.link.packets_sent += 1;
+        if group_sent {
+            b.link.counters.sent.multicast.add(bytes.len());
+            sim_by_group |= !outside && central.group_receiver.is_some();
+        } else {
+            if let Err(e) = central.send(bytes, address) {
+                sent_error(&mut m.totals, &mut b.link, e);
+                continue;
+            }
+            m.totals.sent.update_all_unicast.add(bytes.len());
+            b.link.counters.sent.update_all_unicast.add(bytes.len());
+            if !outside {
+                *expect.at_port.entry(index).or_default() += 1;
             }
         }
-        // The bots with unicast commands, in robot order: the commands, then the round's slot;
-        // what they answer is taken by the manager at once.
-        let mut k = 0;
-        while k < sc.here.len() {
-            let index = sc.here[k].0;
-            let i = index as usize;
-            let end = sc.here_start[i + 1] as usize;
-            let bot = order.0.get(i).and_then(|&e| bots.get_mut(e).ok());
-            if let Some(mut b) = bot.filter(|b| b.link.managed && b.robot.index == index && sc.reach[i] == Reach::Here)
+        if outside && awaited(&b.link, reply_timeout) {
+            *expect.answers.entry(index).or_default() += 1;
+        }
+    }
+    if group_sent && sim_by_group {
+        expect.at_group += 1;
+    }
+}
+
+/// The simulated bots inside the process take what was sent to them, in one pass; what they
+/// answer is taken by the manager at once.
+#[allow(clippy::too_many_arguments)]
+fn serve_bots_here(
+    commands: &mut Commands,
+    m: &mut BotManager,
+    sc: &mut Scratch,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    names: &Query<&Name>,
+    step: u64,
+    now: f64,
+    round: bool,
+) {
+    let n = sc.reach.len();
+    // Where each bot's unicast commands start in `here` (sorted by robot index).
+    sc.here_start.clear();
+    sc.here_start.resize(n + 1, 0);
+    for (index, _, _) in &sc.here {
+        sc.here_start[*index as usize + 1] += 1;
+    }
+    for i in 0..n {
+        sc.here_start[i + 1] += sc.here_start[i];
+    }
+    // The round's slots: a bot with nothing else sent to it only sets its drive, gripper and
+    // lamp from its slot. On this thread: a few stores per bot, which on the pool cost more
+    // than they gained (the hand-off, and the commands moving between the cores' caches): the
+    // transmit stage about 0.1 ms longer at 10,000 robots.
+    if round {
+        for mut b in bots.iter_mut() {
+            let i = b.robot.index as usize;
+            if i < n
+                && sc.here_start[i] == sc.here_start[i + 1]
+                && let Some(slot) = sc.slot_in[i]
             {
-                for (_, command, len) in &sc.here[k..end] {
-                    b.link.counters.sent.unicast.add(*len);
-                    b.link.remember(time.step, command.clone(), *len);
-                    let b = &mut b;
-                    if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
-                        let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, &names));
-                        m.totals.received.add(status.len());
-                        take_answer(&mut commands, m, b.entity, &mut b.link, &status, now);
-                    }
-                }
-                if let Some(slot) = sc.slot_in[i] {
-                    obey_slot(&mut b, slot);
-                }
+                obey_slot(&mut b, slot);
             }
-            k = end;
         }
     }
-
-    if !expect.at_port.is_empty() || expect.at_group > 0 {
-        simulated_ends_over_udp(m, &central, &order, &mut bots, &names, &expect);
+    // The bots with unicast commands, in robot order: the commands, then the round's slot;
+    // what they answer is taken by the manager at once.
+    let mut k = 0;
+    while k < sc.here.len() {
+        let index = sc.here[k].0;
+        let i = index as usize;
+        let end = sc.here_start[i + 1] as usize;
+        let bot = bot_at(order, bots, index);
+        if let Some(mut b) = bot.filter(|b| b.link.managed && b.robot.index == index && sc.reach[i] == Reach::Here) {
+            for (_, command, len) in &sc.here[k..end] {
+                b.link.counters.sent.unicast.add(*len);
+                b.link.remember(step, command.clone(), *len);
+                let b = &mut b;
+                if obey(index, command, &mut b.robot, &mut b.drive, &mut b.grip, &mut b.lamp) {
+                    let status = encode(&status_of(&b.robot, b.transform, b.battery, b.bump, b.gripper, names));
+                    m.totals.received.add(status.len());
+                    take_answer(commands, m, b.entity, &mut b.link, &status, now);
+                }
+            }
+            if let Some(slot) = sc.slot_in[i] {
+                obey_slot(&mut b, slot);
+            }
+        }
+        k = end;
     }
+}
 
-    // The bots' answers: inside the process at once; over UDP, the simulated bots' within the
-    // loopback wait, the outside bots' within the reply timeout (lock-step with the simulation).
+/// The bots' answers over UDP: the simulated bots' within the loopback wait, the outside bots'
+/// within the reply timeout (lock-step with the simulation); a bot that owed answers and did not
+/// give them is lagging. Each answer is then taken as it came.
+#[allow(clippy::too_many_arguments)]
+fn take_answers(
+    commands: &mut Commands,
+    m: &mut BotManager,
+    central: &CentralSocket,
+    order: &RobotOrder,
+    bots: &mut Query<Bot>,
+    expect: &Expect,
+    reply_timeout: f32,
+    now: f64,
+) {
     let mut arrived: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
     if !expect.answers.is_empty() {
-        let outside_wait = Duration::from_secs_f32(spec.reply_timeout);
+        let outside_wait = Duration::from_secs_f32(reply_timeout);
         let mut heard: HashMap<u32, u32> = HashMap::new();
-        let sim_only = expect.answers.keys().all(|i| !is_outside(&bots, &order, *i));
+        let sim_only = expect.answers.keys().all(|i| !is_outside(bots, order, *i));
         let timeout = if sim_only { LOOPBACK_WAIT } else { outside_wait.max(Duration::from_millis(1)) };
         wait_for(timeout, || {
             let from = arrived.len();
@@ -553,7 +659,7 @@ pub(super) fn exchange(
         });
         for (index, n) in &expect.answers {
             if heard.get(index).copied().unwrap_or(0) < *n
-                && let Some(mut b) = order.0.get(*index as usize).and_then(|&e| bots.get_mut(e).ok())
+                && let Some(mut b) = bot_at(order, bots, *index)
             {
                 b.link.counters.replies_missed += 1;
                 m.totals.replies_missed += 1;
@@ -566,16 +672,18 @@ pub(super) fn exchange(
     for (from, bytes) in arrived {
         m.totals.received.add(bytes.len());
         let index = central.by_address.get(&from).copied();
-        let Some(mut b) = index.and_then(|i| order.0.get(i as usize)).and_then(|&e| bots.get_mut(e).ok()) else {
+        let Some(mut b) = index.and_then(|i| bot_at(order, bots, i)) else {
             m.totals.refuse(refusal::UNKNOWN_SENDER);
             continue;
         };
         let entity = b.entity;
-        take_answer(&mut commands, m, entity, &mut b.link, &bytes, now);
+        take_answer(commands, m, entity, &mut b.link, &bytes, now);
     }
-    if round {
-        m.timing.add(started.elapsed().as_secs_f64(), packets);
-    }
+}
+
+/// The bot of robot index `index`.
+fn bot_at<'a, 's>(order: &RobotOrder, bots: &'a mut Query<'_, 's, Bot>, index: u32) -> Option<BotItem<'a, 's>> {
+    order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
 }
 
 /// A simulated bot inside the process obeys the update-all packet that carried its slot (the

@@ -278,6 +278,103 @@ pub fn hear(index: u32, bytes: &[u8]) -> Heard {
     }
 }
 
+/// What the watchdog did to a link this step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The state the link was in.
+    pub from: LinkState,
+    /// Whether the state machine let it drop to connecting (else only the stop is counted).
+    pub changed: bool,
+}
+
+/// The watchdog (seed 004): a connected bot silent for more than `watchdog` seconds of
+/// simulated time drops back to connecting, counted in its own counters.
+pub fn watch(link: &mut BotLink, now: f64, watchdog: f64) -> Option<Stop> {
+    if link.state != LinkState::Online || now - link.last_packet_s <= watchdog {
+        return None;
+    }
+    let from = link.state;
+    let changed = from.can_become(LinkState::Connecting);
+    if changed {
+        link.state = LinkState::Connecting;
+        link.counters.state_changes += 1;
+    }
+    link.counters.watchdog_stops += 1;
+    Some(Stop { from, changed })
+}
+
+/// A connection that fails falls back to disconnected (seed 004): a connecting bot that has not
+/// answered by its deadline goes offline, counted in its own counters. Whether it did.
+pub fn give_up(link: &mut BotLink, now: f64, connect_timeout: f32) -> bool {
+    if link.state != LinkState::Connecting || !link.connect_by_s.is_some_and(|by| now > by) {
+        return false;
+    }
+    link.state = LinkState::Offline;
+    link.connect_by_s = None;
+    link.counters.state_changes += 1;
+    link.counters.connect_failures += 1;
+    link.last_error = Some(format!("no answer within the connect timeout of {connect_timeout} s"));
+    true
+}
+
+/// The multicast delegate: the moving commands a controller gave (move, grip, lamp) become the
+/// latest of their kind in the link's slot for the next round; everything else goes to
+/// `unicast`, in the order given.
+pub fn delegate(link: &mut BotLink, commands: impl IntoIterator<Item = Command>, mut unicast: impl FnMut(Command)) {
+    for command in commands {
+        match command {
+            Command::Move { linear, angular } => (link.command.linear, link.command.angular) = (linear, angular),
+            Command::Grip { close } => link.command.grip = close,
+            Command::Lamp { on } => link.command.lamp = on,
+            other => unicast(other),
+        }
+    }
+}
+
+/// What a bot is sent when its status is due: a status request once connected, a ping while
+/// connecting, nothing offline.
+pub fn status_command(state: LinkState) -> Option<Command> {
+    match state {
+        LinkState::Online => Some(Command::StatusRequest),
+        LinkState::Connecting => Some(Command::Ping),
+        LinkState::Offline => None,
+    }
+}
+
+/// A bot's part in an update-all round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RoundPart {
+    /// A connected bot's slot: its latest moving commands.
+    Slot(UpdateSlot),
+    /// A connecting bot gets the stop commands by unicast instead ([`STOP_COMMANDS`]).
+    Stop,
+    /// An offline bot gets nothing.
+    Nothing,
+}
+
+/// The stop commands of an inactive bot: the motors and the lamp (the original's dribbler).
+pub const STOP_COMMANDS: [Command; 2] = [Command::Move { linear: 0.0, angular: 0.0 }, Command::Lamp { on: false }];
+
+/// What bot `index` gets in an update-all round.
+pub fn round_part(link: &BotLink, index: u32) -> RoundPart {
+    match link.state {
+        LinkState::Online => RoundPart::Slot(UpdateSlot { bot: index as u16, ..link.command }),
+        LinkState::Connecting => RoundPart::Stop,
+        LinkState::Offline => RoundPart::Nothing,
+    }
+}
+
+/// The order to send a pass's unicast commands in, `(robot index, command)` as the threads
+/// gathered them: by robot index, each bot's in the order it gave them, so the queue is the
+/// same on any number of threads. Fills `order` with (robot index, place in `queue`).
+pub fn send_order(queue: &[(u32, Command)], order: &mut Vec<(u32, u32)>) {
+    // A sort of distinct keys in place: a stable sort of the commands themselves took room for
+    // half of them from the allocator every step, which then tidied its free lists.
+    order.clear();
+    order.extend(queue.iter().enumerate().map(|(place, (index, _))| (*index, place as u32)));
+    order.sort_unstable();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,5 +433,86 @@ mod tests {
         let err = Command::Error { code: super::super::packet::ErrorCode::Malformed, reason: "x".into() };
         assert_eq!(hear(4, &encode(&err)), Heard::Refused(refusal::ERROR_REPLY));
         assert!(matches!(hear(4, &[1, 2, 3]), Heard::Malformed(m) if m.contains("short packet")));
+    }
+
+    fn online(now: f64) -> BotLink {
+        let mut link = BotLink::new(false, 0.5, "r");
+        link.last_packet_s = now;
+        link
+    }
+
+    #[test]
+    fn the_watchdog_stops_a_silent_connected_bot_once() {
+        let mut link = online(1.0);
+        assert_eq!(watch(&mut link, 1.5, 0.5), None, "silent for exactly the watchdog: still on");
+        assert_eq!(watch(&mut link, 1.6, 0.5), Some(Stop { from: LinkState::Online, changed: true }));
+        assert_eq!(
+            (link.state, link.counters.watchdog_stops, link.counters.state_changes),
+            (LinkState::Connecting, 1, 1)
+        );
+        // Connecting (or offline) links are the connect timeout's, not the watchdog's.
+        assert_eq!(watch(&mut link, 9.0, 0.5), None);
+        link.state = LinkState::Offline;
+        assert_eq!(watch(&mut link, 9.0, 0.5), None);
+    }
+
+    #[test]
+    fn a_connecting_bot_that_never_answers_goes_offline_after_its_deadline() {
+        let mut link = online(0.0);
+        link.state = LinkState::Connecting;
+        assert!(!give_up(&mut link, 100.0, 5.0), "no deadline set: waits");
+        link.connect_by_s = Some(5.0);
+        assert!(!give_up(&mut link, 5.0, 5.0));
+        assert!(give_up(&mut link, 5.02, 5.0));
+        assert_eq!((link.state, link.connect_by_s, link.counters.connect_failures), (LinkState::Offline, None, 1));
+        assert!(link.last_error.as_deref().is_some_and(|e| e.contains("5 s")));
+        assert!(!give_up(&mut link, 6.0, 5.0), "once");
+    }
+
+    #[test]
+    fn the_delegate_keeps_the_latest_moving_commands_and_passes_the_rest_in_order() {
+        let mut link = online(0.0);
+        let mut unicast = Vec::new();
+        let given = [
+            Command::Move { linear: 0.1, angular: 0.2 },
+            Command::Ping,
+            Command::Grip { close: true },
+            Command::Move { linear: 0.3, angular: -0.1 },
+            Command::MotorParams { max_speed: 1.0, max_turn: 2.0 },
+            Command::Lamp { on: true },
+        ];
+        delegate(&mut link, given, |c| unicast.push(c));
+        assert_eq!(
+            (link.command.linear, link.command.angular, link.command.grip, link.command.lamp),
+            (0.3, -0.1, true, true)
+        );
+        assert_eq!(unicast, vec![Command::Ping, Command::MotorParams { max_speed: 1.0, max_turn: 2.0 }]);
+    }
+
+    #[test]
+    fn a_round_gives_connected_bots_their_slot_connecting_ones_the_stops_offline_ones_nothing() {
+        let mut link = online(0.0);
+        link.command.linear = 0.25;
+        let RoundPart::Slot(slot) = round_part(&link, 7) else { panic!("a slot") };
+        assert_eq!((slot.bot, slot.linear), (7, 0.25));
+        link.state = LinkState::Connecting;
+        assert_eq!(round_part(&link, 7), RoundPart::Stop);
+        assert_eq!(status_command(LinkState::Connecting), Some(Command::Ping));
+        link.state = LinkState::Offline;
+        assert_eq!((round_part(&link, 7), status_command(LinkState::Offline)), (RoundPart::Nothing, None));
+        assert_eq!(status_command(LinkState::Online), Some(Command::StatusRequest));
+    }
+
+    #[test]
+    fn commands_gathered_by_threads_are_sent_by_robot_each_bots_in_its_order() {
+        // Two threads' lists appended: bot 3's commands came before bot 1's.
+        let queue = [(3, Command::Ping), (3, Command::StatusRequest), (1, Command::Disconnect), (1, Command::Ping)];
+        let mut order = Vec::new();
+        send_order(&queue, &mut order);
+        let sent: Vec<&(u32, Command)> = order.iter().map(|&(_, p)| &queue[p as usize]).collect();
+        assert_eq!(
+            sent,
+            [&(1, Command::Disconnect), &(1, Command::Ping), &(3, Command::Ping), &(3, Command::StatusRequest)]
+        );
     }
 }
