@@ -294,6 +294,7 @@ fn tend_bots(
 }
 
 /// One bot's part of [`tend_bots`].
+#[inline]
 fn tend_bot(g: &mut Gathered, b: &mut BotItem, index: u32, central: &CentralSocket, pass: &BotPass) {
     let to = reach(&b.link, index, central);
     if to != Reach::Here {

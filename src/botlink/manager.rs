@@ -289,6 +289,7 @@ pub struct Stop {
 
 /// The watchdog (seed 004): a connected bot silent for more than `watchdog` seconds of
 /// simulated time drops back to connecting, counted in its own counters.
+#[inline]
 pub fn watch(link: &mut BotLink, now: f64, watchdog: f64) -> Option<Stop> {
     if link.state != LinkState::Online || now - link.last_packet_s <= watchdog {
         return None;
@@ -305,6 +306,7 @@ pub fn watch(link: &mut BotLink, now: f64, watchdog: f64) -> Option<Stop> {
 
 /// A connection that fails falls back to disconnected (seed 004): a connecting bot that has not
 /// answered by its deadline goes offline, counted in its own counters. Whether it did.
+#[inline]
 pub fn give_up(link: &mut BotLink, now: f64, connect_timeout: f32) -> bool {
     if link.state != LinkState::Connecting || !link.connect_by_s.is_some_and(|by| now > by) {
         return false;
@@ -320,6 +322,7 @@ pub fn give_up(link: &mut BotLink, now: f64, connect_timeout: f32) -> bool {
 /// The multicast delegate: the moving commands a controller gave (move, grip, lamp) become the
 /// latest of their kind in the link's slot for the next round; everything else goes to
 /// `unicast`, in the order given.
+#[inline]
 pub fn delegate(link: &mut BotLink, commands: impl IntoIterator<Item = Command>, mut unicast: impl FnMut(Command)) {
     for command in commands {
         match command {
@@ -333,6 +336,7 @@ pub fn delegate(link: &mut BotLink, commands: impl IntoIterator<Item = Command>,
 
 /// What a bot is sent when its status is due: a status request once connected, a ping while
 /// connecting, nothing offline.
+#[inline]
 pub fn status_command(state: LinkState) -> Option<Command> {
     match state {
         LinkState::Online => Some(Command::StatusRequest),
@@ -356,6 +360,7 @@ pub enum RoundPart {
 pub const STOP_COMMANDS: [Command; 2] = [Command::Move { linear: 0.0, angular: 0.0 }, Command::Lamp { on: false }];
 
 /// What bot `index` gets in an update-all round.
+#[inline]
 pub fn round_part(link: &BotLink, index: u32) -> RoundPart {
     match link.state {
         LinkState::Online => RoundPart::Slot(UpdateSlot { bot: index as u16, ..link.command }),
