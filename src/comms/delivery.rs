@@ -149,12 +149,7 @@ impl<T> CommsModel<T> {
     /// link, then the sender, then each receiver's links and range) into `chunk`, after the
     /// sends planned into it before; the receivers in reach will share one letter of `content`.
     /// The loss draw and room in the receiver's queue come when the send is applied.
-    ///
-    /// A broadcast goes to every other registered robot. `candidates` (distinct) are the robots
-    /// the caller's spatial index found within the sender's widest range (any others are out of
-    /// range, or have their link off), each with its distance from the sender when the index
-    /// measured it. `distance` gives the distance between two robots at send time where a
-    /// candidate does not bring its own.
+    /// `candidates` and `distance` are what [`CommsModel::decide`] takes.
     #[allow(clippy::too_many_arguments)]
     pub fn plan(
         &self,
