@@ -253,6 +253,10 @@ enum Command {
         /// The kinematic model (discs separated geometrically) instead of rapier's rigid bodies.
         #[arg(long)]
         kinematic: bool,
+        /// Every robot also has a range sensor of K beams (180°, 3 m, every step); prints
+        /// range_beams_per_s.
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crsim::scene::schema::MAX_RAYS)))]
+        range: Option<u32>,
         /// Record the benchmark's run to this MCAP file (to measure what recording costs).
         #[arg(long, value_name = "FILE.mcap")]
         record: Option<PathBuf>,
@@ -281,7 +285,12 @@ fn main() -> ExitCode {
             let what = match cli.bench {
                 Some(n) => Opened::Bench {
                     robots: n as usize,
-                    options: BenchOptions { comms: false, network: cli.bench_network, kinematic: cli.bench_kinematic },
+                    options: BenchOptions {
+                        comms: false,
+                        network: cli.bench_network,
+                        kinematic: cli.bench_kinematic,
+                        range: None,
+                    },
                 },
                 None => Opened::Scene(cli.scene),
             };
@@ -340,9 +349,9 @@ fn main() -> ExitCode {
         Some(Command::Bot { scene, robot, port, address, out }) => {
             bot_command(&scene, &robot, &address, port, out.as_deref())
         }
-        Some(Command::Bench { robots, steps, seed, comms, network, kinematic, record, threads }) => {
+        Some(Command::Bench { robots, steps, seed, comms, network, kinematic, range, record, threads }) => {
             crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
-            bench(robots, steps, seed, BenchOptions { comms, network, kinematic }, record.as_deref())
+            bench(robots, steps, seed, BenchOptions { comms, network, kinematic, range }, record.as_deref())
         }
     }
 }
@@ -824,6 +833,10 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
     if options.comms {
         crsim::say!("deliveries: {}", r.deliveries);
         crsim::say!("deliveries_per_s: {:.0}", r.deliveries_per_s);
+    }
+    if let Some(rays) = options.range {
+        // Beams read in the timed steps: every robot's, every step.
+        crsim::say!("range_beams_per_s: {:.0}", r.robot_steps_per_s * f64::from(rays));
     }
     // Where a step's wall time went (all threads' work inside each stage).
     for (stage, ms) in r.stages.per_step_ms() {

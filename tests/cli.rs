@@ -795,6 +795,36 @@ fn record(scene: &str, steps: u64, file: &Path, extra: &[&str]) -> String {
     hash_line(&all)
 }
 
+/// A range sensor given on the command line: its scans recorded in `/range` (as the robot read
+/// them, every `period` steps), a replay's frame carrying the latest, `crsim bench --range`
+/// counting its beams, and an impossible sensor refused with the field named.
+#[test]
+fn range_scans_are_recorded_read_back_and_benchmarked() {
+    let dir = temp_dir("range");
+    let file = dir.join("pens.mcap");
+    let set = "robots[alpha].range_sensor=(rays: 8, fov: 270.0, range: 2.0, period: 2)";
+    record("scenes/pens.ron", 40, &file, &["--set", set]);
+    let mut r = Recording::open(&file).unwrap();
+    let scans: Vec<RangeRecord> = r.read(Channel::Range, 0, 39).unwrap();
+    // alpha is robot 0; with a period of 2 it scans every other step.
+    assert_eq!(scans.len(), 20, "{scans:?}");
+    assert!(scans.iter().all(|s| s.robot == [0] && s.distances[0].len() == 8));
+    assert!(scans.iter().flat_map(|s| &s.distances[0]).all(|&d| (0..=2000).contains(&d)));
+    assert!(scans.iter().flat_map(|s| &s.distances[0]).any(|&d| d < 2000), "a wall within 2 m");
+    let frame = r.frame(39).unwrap();
+    assert_eq!(frame.ranges.get(&0), Some(&scans.last().unwrap().distances[0]));
+    let out = crsim(&["bench", "--robots", "50", "--steps", "10", "--range", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let beams: f64 = stdout.lines().find_map(|l| l.strip_prefix("range_beams_per_s: ")).unwrap().parse().unwrap();
+    let steps: f64 = stdout.lines().find_map(|l| l.strip_prefix("robot_steps_per_s: ")).unwrap().parse().unwrap();
+    assert!((beams / steps - 8.0).abs() < 0.01, "{stdout}");
+    let out = crsim(&["run", "scenes/pens.ron", "--steps", "1", "--set", "robots[alpha].range_sensor=(rays: 0)"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("range_sensor rays must be 1 to 1024, got 0"), "{}", text(&out));
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_recording_holds_every_channel_and_reads_back() {
     let dir = temp_dir("record");

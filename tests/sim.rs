@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, RigidBodyDisabled};
 
 use common::{get, named, position, robot, room, scene_path};
-use crsim::robot::{Battery, BumpSensor, CameraView, Gripper, Odometry, Robot, pose};
+use crsim::robot::{Battery, BumpSensor, CameraView, Gripper, Odometry, RangeScan, Robot, pose};
 use crsim::run::headless::{headless_app, run_steps};
 use crsim::run::physics_step::{OffThread, StepThread};
 use crsim::run::report::build_report;
@@ -264,6 +264,29 @@ fn sonar_reports_a_robot_crossing_its_beam(mode: PhysicsMode) {
     assert_eq!(sonar_state.detections, 1);
     assert!(sonar_state.inside.is_empty(), "robot has left the beam");
     assert!((sonar_state.beam_length - 2.0).abs() < 1e-3, "beam reaches wallUp");
+}
+
+both_models!(a_range_sensor_reads_walls_pens_and_robots_as_the_robot_turns_and_drives);
+fn a_range_sensor_reads_walls_pens_and_robots_as_the_robot_turns_and_drives(mode: PhysicsMode) {
+    // A 4 x 2 m room. r at (1, 1) facing east with 4 beams over the full circle (behind, right,
+    // ahead, left) reaching 1.2 m: the wall behind and the wall to its right 1 m away, a pen
+    // 0.5 m ahead (its near side at 0.47 m), another robot 0.8 m to its left (its near side at
+    // 0.7 m, before the wall at 1 m).
+    let mut s = room(4.0, 2.0);
+    s.pens.push(PenSpec { name: "pen".into(), pos: (1.5, 1.0), radius: 0.03 });
+    let mut r = robot("r", 1.0, 1.0, 0.0, ControllerSpec::Idle);
+    r.range_sensor = Some(RangeSensorSpec { rays: 4, fov: 360.0, range: 1.2, period: 1 });
+    s.robots.push(r);
+    s.robots.push(robot("other", 1.0, 1.8, 0.0, ControllerSpec::Idle));
+    let mut app = app_in(s, mode);
+    let (r, other) = (named(&mut app, "r"), named(&mut app, "other"));
+    run_steps(&mut app, 1);
+    let scan: RangeScan = get(&app, r);
+    let want = [1.0, 1.0, 0.47, 0.7];
+    for (got, want) in scan.distances.iter().zip(want) {
+        assert!((got - want).abs() < 0.01, "{:?}", scan.distances);
+    }
+    assert!(app.world().get::<RangeScan>(other).is_none(), "a robot without a sensor has no scan");
 }
 
 #[test]

@@ -15,7 +15,9 @@ use super::inputs::InputLog;
 use crate::comms::{RadioIn, RadioLog};
 use crate::control::explore::{CellState, Explorer};
 use crate::control::network::NetworkController;
-use crate::robot::{AppliedDrive, Battery, BumpEvent, BumpSensor, DriveCommand, GripCommand, LampState, Robot, pose};
+use crate::robot::{
+    AppliedDrive, Battery, BumpEvent, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot, pose,
+};
 use crate::sim::{RobotOrder, SimTime, TrajectoryHash};
 use crate::skills::{SkillCompleted, SkillStarted};
 use crate::world::{Boxed, Held, Pen, Sonar};
@@ -46,6 +48,8 @@ pub struct Recorder {
     last_inside: Vec<Vec<Entity>>,
     last_degrees: HashMap<u32, Vec<i8>>,
     last_explorer: HashMap<u32, ExplorerRecord>,
+    /// Each range sensor's latest scan, for the keyframes.
+    last_ranges: std::collections::BTreeMap<u32, Vec<i32>>,
 }
 
 impl Recorder {
@@ -183,8 +187,8 @@ pub(super) fn capture(
     pens: Query<(Entity, &Transform, &Pen, Option<&Held>, Option<&Boxed>)>,
     sonars: Query<(&Name, &Sonar)>,
     inboxes: Query<(&Name, &RadioIn)>,
-    networks: Query<(&Robot, &Name, &NetworkController)>,
-    explorers: Query<(&Robot, &Name, &Explorer)>,
+    minds: (Query<(&Robot, &Name, &NetworkController)>, Query<(&Robot, &Name, &Explorer)>),
+    scans: Query<(&Robot, &RangeScan)>,
     pen_order: Res<PenOrder>,
 ) {
     if !rec.active() {
@@ -210,7 +214,8 @@ pub(super) fn capture(
         rec.emit(Record::new(step, Body::Events(EventsRecord { step, events })));
     }
     record_radio(rec, step, &order, &mut radio_log, &inboxes);
-    record_thinking(rec, step, first, &networks, &explorers);
+    record_range(rec, step, &order, &scans);
+    record_thinking(rec, step, first, &minds.0, &minds.1);
     let taken = std::mem::take(&mut inputs.current);
     if !taken.is_empty() {
         rec.emit(Record::new(step, Body::Inputs(InputsRecord { step, ..taken })));
@@ -273,6 +278,28 @@ fn record_robots(rec: &mut Recorder, step: u64, order: &RobotOrder, robots: &Que
         r.flags.push(robot_flags(bump.is_touching(), grip.close, lamp.on, battery.charging));
     }
     rec.emit(Record::new(step, Body::Robots(r)));
+}
+
+/// `/range`: the scans taken this step, in robot order (nothing when no robot scanned).
+fn record_range(rec: &mut Recorder, step: u64, order: &RobotOrder, scans: &Query<(&Robot, &RangeScan)>) {
+    if scans.is_empty() {
+        return;
+    }
+    let mut r = RangeRecord { step, ..default() };
+    for &e in &order.0 {
+        if let Ok((robot, scan)) = scans.get(e)
+            && scan.step == step
+            && !scan.distances.is_empty()
+        {
+            let distances: Vec<i32> = scan.distances.iter().map(|&d| mm(d)).collect();
+            rec.last_ranges.insert(robot.index, distances.clone());
+            r.robot.push(robot.index);
+            r.distances.push(distances);
+        }
+    }
+    if !r.robot.is_empty() {
+        rec.emit(Record::new(step, Body::Range(r)));
+    }
 }
 
 /// A robot's flags in `/robots`.
@@ -409,6 +436,13 @@ fn record_thinking(
 ) {
     let keyframe = first || step.is_multiple_of(KEYFRAME_EVERY);
     let mut key = KeyframeRecord { step, ..default() };
+    if keyframe {
+        key.ranges = RangeRecord {
+            step,
+            robot: rec.last_ranges.keys().copied().collect(),
+            distances: rec.last_ranges.values().cloned().collect(),
+        };
+    }
     let mut nets: Vec<_> = networks.iter().collect();
     nets.sort_by_key(|(r, ..)| r.index);
     for (robot, rname, nc) in nets {

@@ -25,7 +25,7 @@ pub const META_RUN: &str = "crsim.run";
 pub const META_END: &str = "crsim.end";
 
 /// The channels, in the order they are registered.
-pub const CHANNELS: [Channel; 9] = [
+pub const CHANNELS: [Channel; 10] = [
     Channel::Step,
     Channel::Robots,
     Channel::Pens,
@@ -35,6 +35,7 @@ pub const CHANNELS: [Channel; 9] = [
     Channel::Explorer,
     Channel::Inputs,
     Channel::Keyframe,
+    Channel::Range,
 ];
 
 /// A channel of the record stream.
@@ -49,6 +50,7 @@ pub enum Channel {
     Explorer,
     Inputs,
     Keyframe,
+    Range,
 }
 
 impl Channel {
@@ -63,6 +65,7 @@ impl Channel {
             Channel::Explorer => "/explorer",
             Channel::Inputs => "/inputs",
             Channel::Keyframe => "/keyframe",
+            Channel::Range => "/range",
         }
     }
 
@@ -82,6 +85,7 @@ impl Channel {
             Channel::Explorer => "crsim.Explorer",
             Channel::Inputs => "crsim.Inputs",
             Channel::Keyframe => "crsim.Keyframe",
+            Channel::Range => "crsim.Range",
         }
     }
 
@@ -183,8 +187,23 @@ impl Channel {
                     ("step", step),
                     ("explorers", any_list("every explorer's full state")),
                     ("networks", any_list("every network robot's degrees")),
+                    (
+                        "ranges",
+                        r#"{"type":"object","description":"every range sensor's latest scan, as in /range"}"#.into(),
+                    ),
                 ],
                 &["step"],
+            ),
+            Channel::Range => obj(
+                &[
+                    ("step", step),
+                    ("robot", ints("index of the robot of each scan taken this step, in robot order")),
+                    (
+                        "distances",
+                        r#"{"type":"array","items":{"type":"array","items":{"type":"integer"}},"description":"each scan's beams, mm, in the order of the sensor's angles"}"#.into(),
+                    ),
+                ],
+                &["step", "robot", "distances"],
             ),
         }
     }
@@ -297,6 +316,21 @@ impl RunMeta {
 /// Nanoseconds per step for a step of `dt` seconds (at least 1).
 pub fn dt_ns(dt: f64) -> u64 {
     ((dt * 1e9).round() as u64).max(1)
+}
+
+/// `/range`: the range scans taken this step (a robot's sensor may scan every few steps), each
+/// with its robot's index, distances in mm.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RangeRecord {
+    pub step: u64,
+    pub robot: Vec<u32>,
+    pub distances: Vec<Vec<i32>>,
+}
+
+impl RangeRecord {
+    pub fn is_empty(&self) -> bool {
+        self.robot.is_empty()
+    }
 }
 
 /// `/step`: the clock, the trajectory hash and the sonars.
@@ -507,6 +541,9 @@ pub struct KeyframeRecord {
     pub step: u64,
     pub explorers: Vec<ExplorerRecord>,
     pub networks: Vec<NetworkRecord>,
+    /// Every range sensor's latest scan (recordings without range sensors leave it out).
+    #[serde(default, skip_serializing_if = "RangeRecord::is_empty")]
+    pub ranges: RangeRecord,
 }
 
 /// An actuator command of a robot driven from outside, as the bot manager transmitted it.
@@ -601,6 +638,7 @@ pub enum Body {
     Explorer(ExplorerRecord),
     Inputs(InputsRecord),
     Keyframe(KeyframeRecord),
+    Range(RangeRecord),
 }
 
 impl Body {
@@ -615,6 +653,7 @@ impl Body {
             Body::Explorer(_) => Channel::Explorer,
             Body::Inputs(_) => Channel::Inputs,
             Body::Keyframe(_) => Channel::Keyframe,
+            Body::Range(_) => Channel::Range,
         }
     }
 
@@ -633,6 +672,7 @@ impl Body {
             Body::Explorer(r) => serde_json::to_writer(w, r),
             Body::Inputs(r) => serde_json::to_writer(w, r),
             Body::Keyframe(r) => serde_json::to_writer(w, r),
+            Body::Range(r) => serde_json::to_writer(w, r),
         };
         out
     }
@@ -651,6 +691,7 @@ impl Body {
             Channel::Explorer => Body::Explorer(serde_json::from_value(v).map_err(bad)?),
             Channel::Inputs => Body::Inputs(serde_json::from_value(v).map_err(bad)?),
             Channel::Keyframe => Body::Keyframe(serde_json::from_value(v).map_err(bad)?),
+            Channel::Range => Body::Range(serde_json::from_value(v).map_err(bad)?),
         })
     }
 

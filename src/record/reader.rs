@@ -69,6 +69,8 @@ pub struct Frame {
     pub deliveries: Vec<(u64, RadioDelivery)>,
     /// What happened at this step.
     pub events: Vec<Event>,
+    /// Each range sensor's latest scan (by robot index), mm.
+    pub ranges: BTreeMap<u32, Vec<i32>>,
 }
 
 /// Steps of deliveries a frame carries for the radio lines.
@@ -340,7 +342,11 @@ impl Recording {
         for e in key.explorers {
             f.explorers.insert(e.robot.clone(), e);
         }
+        f.ranges = key.ranges.robot.into_iter().zip(key.ranges.distances).collect();
         if step > key_step {
+            for r in self.read::<RangeRecord>(Channel::Range, key_step + 1, step)? {
+                f.ranges.extend(r.robot.into_iter().zip(r.distances));
+            }
             for n in self.read::<NetworkRecord>(Channel::Network, key_step + 1, step)? {
                 f.networks.insert(n.robot.clone(), n.degrees);
             }

@@ -14,7 +14,7 @@ use super::reader::{Frame, Recording};
 use super::viewer::{ViewerClient, ViewerCommand};
 use crate::control::explore::{Cell, Dir, Explorer, Move, Phase};
 use crate::control::network::NetworkController;
-use crate::robot::{AppliedDrive, Battery, BumpSensor, DriveCommand, GripCommand, LampState, Robot};
+use crate::robot::{AppliedDrive, Battery, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot};
 use crate::sim::hash::Fnv;
 use crate::sim::{RobotOrder, SimClock, SimTime, TrajectoryHash};
 use crate::world::{Boxed, Held, Pen, Sonar};
@@ -215,6 +215,7 @@ fn show(
     mut sonars: Query<(&Name, &mut Sonar)>,
     mut networks: Query<(&Name, &mut NetworkController)>,
     mut explorers: Query<(&Name, &mut Explorer)>,
+    mut scans: Query<(&Robot, &mut RangeScan)>,
 ) {
     let f = &replay.frame;
     if f.robots.is_empty() && f.step.hash.is_empty() {
@@ -275,6 +276,12 @@ fn show(
                     ec.remove::<Boxed>().insert(Held { by });
                 }
             }
+        }
+    }
+    for (robot, mut scan) in &mut scans {
+        if let Some(d) = f.ranges.get(&robot.index) {
+            scan.distances.clear();
+            scan.distances.extend(d.iter().map(|&x| from_mm(x)));
         }
     }
     let mut by_name: Vec<(&Name, Mut<Sonar>)> = sonars.iter_mut().collect();

@@ -106,8 +106,14 @@ pub fn apply_body(frame: &mut Frame, body: &Body) {
         Body::Keyframe(k) => {
             frame.networks = k.networks.iter().map(|n| (n.robot.clone(), n.degrees.clone())).collect();
             frame.explorers = k.explorers.iter().map(|e| (e.robot.clone(), e.clone())).collect();
+            frame.ranges = k.ranges.robot.iter().copied().zip(k.ranges.distances.iter().cloned()).collect();
         }
         Body::Inputs(_) => {}
+        Body::Range(r) => {
+            for (&robot, distances) in r.robot.iter().zip(&r.distances) {
+                frame.ranges.insert(robot, distances.clone());
+            }
+        }
     }
 }
 

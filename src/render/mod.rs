@@ -9,7 +9,7 @@ use bevy::window::PrimaryWindow;
 use bevy_egui::input::EguiWantsInput;
 use bevy_rapier2d::prelude::{CollisionGroups, Group, QueryFilter, ReadRapierContext};
 
-use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, pose};
+use crate::robot::{Battery, BumpSensor, Gripper, LampState, RangeScan, RangeSensor, Robot, RobotCamera, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Boxed, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
@@ -66,6 +66,9 @@ pub mod palette {
     pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
     pub const PARTNER: Color = Color::srgb(0.0, 0.75, 0.35);
     pub const LAMP: Color = Color::srgb(1.0, 0.75, 0.0);
+    /// A range sensor's beams, and the points where they met something.
+    pub const RANGE_BEAM: Color = Color::srgba(0.75, 0.10, 0.65, 0.35);
+    pub const RANGE_HIT: Color = Color::srgb(0.75, 0.10, 0.65);
 }
 
 /// Selects the robot called `name` whenever a scene loads (`crsim --select NAME`).
@@ -330,6 +333,7 @@ fn draw_world(
     dens: Query<(&Transform, &Den)>,
     stations: Query<(&Transform, &Station)>,
     sonars: Query<(&Transform, &Sonar)>,
+    scans: Query<(Entity, &Transform, &RangeSensor, &RangeScan)>,
 ) {
     if active.is_none() {
         return;
@@ -421,11 +425,50 @@ fn draw_world(
             gizmos.linestrip_2d(cone_points(p, heading, camera.fov, reach), colours.cone);
         }
     }
+    if options.cones {
+        let all = scans.iter().len() <= CONES_UP_TO;
+        for (e, t, sensor, scan) in &scans {
+            if all || selection.0 == Some(e) {
+                let (p, heading) = pose(t);
+                for (end, hit) in beam_ends(p, heading, sensor, &scan.distances) {
+                    gizmos.line_2d(p, end, palette::RANGE_BEAM);
+                    if hit {
+                        gizmos.circle_2d(end, 0.015, palette::RANGE_HIT);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where each beam of a range scan ends, and whether it met something there (read less than
+/// the sensor's range).
+fn beam_ends<'a>(
+    p: Vec2,
+    heading: f32,
+    sensor: &'a RangeSensor,
+    distances: &'a [f32],
+) -> impl Iterator<Item = (Vec2, bool)> + 'a {
+    let (first, step) = sensor.angles();
+    distances
+        .iter()
+        .enumerate()
+        .map(move |(k, &d)| (p + Vec2::from_angle(heading + first + step * k as f32) * d, d < sensor.range))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_beam_ends_where_it_read_and_says_whether_it_met_something() {
+        let sensor = RangeSensor { rays: 3, fov: std::f32::consts::PI, range: 2.0, period: 1 };
+        let ends: Vec<(Vec2, bool)> = beam_ends(Vec2::new(1.0, 1.0), 0.0, &sensor, &[0.5, 2.0, 1.0]).collect();
+        let near = |a: Vec2, b: Vec2| (a - b).length() < 1e-5;
+        assert!(near(ends[0].0, Vec2::new(1.0, 0.5)) && ends[0].1, "right: {ends:?}");
+        assert!(near(ends[1].0, Vec2::new(3.0, 1.0)) && !ends[1].1, "ahead, nothing met: {ends:?}");
+        assert!(near(ends[2].0, Vec2::new(1.0, 2.0)) && ends[2].1, "left: {ends:?}");
+    }
 
     #[test]
     fn a_cone_is_cut_where_its_rays_end() {

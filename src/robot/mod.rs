@@ -1,5 +1,6 @@
 //! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
-//! a battery, a lamp, and four sensors (bump, camera, grip, power). This floor knows only the
+//! a battery, a lamp, and four sensors (bump, camera, grip, power) and, when the scene gives it
+//! one, a range sensor. This floor knows only the
 //! body: controllers, skills, the bot link and the radio attach their own components when a
 //! robot is added. Controllers never touch the actuators: they hand skills to the skill system,
 //! whose commands reach [`DriveCommand`], [`GripCommand`] and [`LampState`] as packets through
@@ -19,7 +20,10 @@ mod sensors;
 
 pub use drive::{AppliedDrive, Battery};
 pub use gripper::{Gripper, carry_point};
-pub use sensors::{BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RobotCamera, Sighting};
+pub use sensors::{
+    BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RangeScan, RangeSensor, RobotCamera, Sighting,
+    range_scan, ray_disc,
+};
 
 /// A robot's body and limits.
 #[derive(Component, Debug, Clone)]
@@ -188,7 +192,13 @@ pub(super) fn plugin(app: &mut App) {
         FixedUpdate,
         (
             (refresh_pose_cache, gripper::carry_held_pens).chain().in_set(SenseSystems::Bodies),
-            (sensors::sense_bump, sensors::sense_camera, sensors::sense_grip, sensors::sense_power)
+            (
+                sensors::sense_bump,
+                sensors::sense_camera,
+                sensors::sense_range,
+                sensors::sense_grip,
+                sensors::sense_power,
+            )
                 .chain()
                 .in_set(SenseSystems::Sensors),
             (gripper::apply_gripper, drive::apply_drive, drive::update_battery).chain().in_set(ActSystems::Actuate),
@@ -207,37 +217,39 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
     if spec.outside.is_some() {
         robot.insert(ReportedPose);
     }
-    robot
-        .insert((
-            Name::new(spec.name.clone()),
-            SceneEntity,
-            Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
-            Seeable::Robot,
-            DiscRadius(spec.radius),
-            transform2d(pos, spec.pose.2.to_radians()),
-            (
-                PendingPhysics::new(Some(body), Collider::ball(spec.radius)),
-                ColliderMassProperties::Density(ROBOT_DENSITY),
-                Friction::coefficient(0.0),
-                Restitution::coefficient(0.0),
-                Velocity::zero(),
-                Sleeping::disabled(),
-                CollisionGroups::new(groups::ROBOT, Group::ALL),
-            ),
-            (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
-            Gripper { reach: spec.grip_reach, holding: None, boxed: 0 },
-            Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
-            (
-                BumpSensor::default(),
-                RobotCamera { fov: spec.camera.fov.to_radians(), range: spec.camera.range, period: spec.camera.period },
-                CameraView::default(),
-                GripSensor::default(),
-                PowerSensor::default(),
-            ),
-            HomeDen(den),
-            Odometry { last: pos, ..default() },
-        ))
-        .id()
+    robot.insert((
+        Name::new(spec.name.clone()),
+        SceneEntity,
+        Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
+        Seeable::Robot,
+        DiscRadius(spec.radius),
+        transform2d(pos, spec.pose.2.to_radians()),
+        (
+            PendingPhysics::new(Some(body), Collider::ball(spec.radius)),
+            ColliderMassProperties::Density(ROBOT_DENSITY),
+            Friction::coefficient(0.0),
+            Restitution::coefficient(0.0),
+            Velocity::zero(),
+            Sleeping::disabled(),
+            CollisionGroups::new(groups::ROBOT, Group::ALL),
+        ),
+        (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
+        Gripper { reach: spec.grip_reach, holding: None, boxed: 0 },
+        Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
+        (
+            BumpSensor::default(),
+            RobotCamera { fov: spec.camera.fov.to_radians(), range: spec.camera.range, period: spec.camera.period },
+            CameraView::default(),
+            GripSensor::default(),
+            PowerSensor::default(),
+        ),
+        HomeDen(den),
+        Odometry { last: pos, ..default() },
+    ));
+    if let Some(s) = &spec.range_sensor {
+        robot.insert((RangeSensor::from(s), RangeScan::default()));
+    }
+    robot.id()
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! - camera: pens, boxes, stations and robots inside the field-of-view cone and range, not hidden
 //!   behind a wall or box, with distance and bearing;
 //! - grip: what the gripper holds and the nearest free pen within reach;
-//! - power: the battery level and whether it is charging.
+//! - power: the battery level and whether it is charging;
+//! - range (when the scene gives the robot one): a 2D lidar's beams, each the distance to the
+//!   first wall, box, pen or robot it meets.
 //!
 //! Every query goes through the world's [`SpatialIndex`] (a grid), never a scan of all robots.
 
@@ -92,6 +94,49 @@ impl CameraView {
     pub fn nearest(&self, kind: Seeable) -> Option<&Sighting> {
         self.seen.iter().find(|s| s.kind == kind)
     }
+}
+
+/// A range sensor's beams (a 2D lidar), from the scene's `range_sensor`.
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+pub struct RangeSensor {
+    /// Beams.
+    pub rays: u32,
+    /// Full opening angle, radians.
+    pub fov: f32,
+    /// Metres a beam reaches.
+    pub range: f32,
+    /// Scan every `period` steps (staggered over robots).
+    pub period: u32,
+}
+
+impl From<&crate::scene::schema::RangeSensorSpec> for RangeSensor {
+    fn from(s: &crate::scene::schema::RangeSensorSpec) -> Self {
+        Self { rays: s.rays, fov: s.fov.to_radians(), range: s.range, period: s.period }
+    }
+}
+
+impl RangeSensor {
+    /// The first beam's angle from the heading and the angle between beams, radians, as ROS's
+    /// `LaserScan` gives them (`angle_min`, `angle_increment`): counter-clockwise from the right
+    /// edge of the field of view; a full circle starts straight behind and does not read that
+    /// direction twice; one beam looks straight ahead.
+    pub fn angles(&self) -> (f32, f32) {
+        let full = self.fov >= std::f32::consts::TAU - 1e-6;
+        match self.rays {
+            0 | 1 => (0.0, 0.0),
+            n if full => (-std::f32::consts::PI, std::f32::consts::TAU / n as f32),
+            n => (-self.fov / 2.0, self.fov / (n - 1) as f32),
+        }
+    }
+}
+
+/// A range sensor's latest scan: one distance per beam in [`RangeSensor::angles`] order,
+/// metres, the sensor's range where a beam met nothing.
+#[derive(Component, Debug, Clone, Default, PartialEq)]
+pub struct RangeScan {
+    pub distances: Vec<f32>,
+    /// The step the scan was taken.
+    pub step: u64,
 }
 
 /// The grip sensor.
@@ -347,6 +392,92 @@ fn cone_bounds(pos: Vec2, facing: Vec2, half: f32, (sin, cos): (f32, f32), range
     (lo - pad, hi + pad)
 }
 
+pub(super) fn sense_range(
+    index: Res<SpatialIndex>,
+    time: Res<SimTime>,
+    passes: Res<Passes>,
+    order: Res<RobotOrder>,
+    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RangeSensor, &mut RangeScan)>,
+) {
+    if robots.is_empty() {
+        return;
+    }
+    let step = time.step;
+    let scan = |blocks: &mut Vec<u32>, (entity, robot, (transform, cache), sensor, mut scan): RangeItem| {
+        if (step + u64::from(robot.index)).is_multiple_of(u64::from(sensor.period.max(1))) {
+            let PoseCache { heading, .. } = cache.current(transform);
+            let pos = transform.translation.truncate();
+            range_scan(&index, entity, pos, heading, sensor, blocks, &mut scan.distances);
+            scan.step = step;
+        }
+    };
+    // Each robot writes only its own scan: the same in any order, on any thread.
+    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, scan);
+}
+
+type RangeItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RangeSensor, Mut<'a, RangeScan>);
+
+/// What a range sensor at `pos` heading `heading` reads, beam by beam, into `out`: the distance
+/// along each beam to the first wall, box, pen or robot (not `entity` itself, not a charging
+/// pad: it is flat), or the sensor's range. `blocks` is scratch space.
+pub fn range_scan(
+    index: &SpatialIndex,
+    entity: Entity,
+    pos: Vec2,
+    heading: f32,
+    sensor: &RangeSensor,
+    blocks: &mut Vec<u32>,
+    out: &mut Vec<f32>,
+) {
+    let range = sensor.range;
+    let solid = groups::WALL | groups::BOX | groups::PEN | groups::ROBOT;
+    let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
+    index.blocks_in(lo, hi, blocks);
+    let (first, step) = sensor.angles();
+    out.clear();
+    out.resize(sensor.rays as usize, range);
+    for (k, reading) in out.iter_mut().enumerate() {
+        let dir = Vec2::from_angle(heading + first + step * k as f32);
+        for &b in blocks.iter() {
+            let block = &index.blocks[b as usize];
+            if block.groups.memberships.intersects(solid)
+                && let Some(t) = block.ray(pos, dir, *reading)
+            {
+                *reading = t;
+            }
+        }
+    }
+    index.discs_in(lo - Vec2::splat(index.max_radius()), hi + Vec2::splat(index.max_radius()), |d| {
+        if d.entity == entity || d.sensor || !d.groups.memberships.intersects(solid) {
+            return;
+        }
+        for (k, reading) in out.iter_mut().enumerate() {
+            let dir = Vec2::from_angle(heading + first + step * k as f32);
+            if let Some(t) = ray_disc(pos, dir, d.pos, d.radius)
+                && t < *reading
+            {
+                *reading = t;
+            }
+        }
+    });
+}
+
+/// Where a ray from `origin` along the unit `dir` first meets the disc at `center` of `radius`
+/// (0 from inside), if it does ahead of the origin.
+pub fn ray_disc(origin: Vec2, dir: Vec2, center: Vec2, radius: f32) -> Option<f32> {
+    let to = center - origin;
+    let along = to.dot(dir);
+    let off2 = to.length_squared() - along * along;
+    let r2 = radius * radius;
+    if to.length_squared() <= r2 {
+        return Some(0.0);
+    }
+    if along < 0.0 || off2 > r2 {
+        return None;
+    }
+    Some(along - (r2 - off2).max(0.0).sqrt())
+}
+
 pub(super) fn sense_grip(
     index: Res<SpatialIndex>,
     passes: Res<Passes>,
@@ -487,5 +618,75 @@ mod tests {
                 "{lo}..{hi} for {min}..{max}"
             );
         }
+    }
+
+    fn wall(i: u32, center: Vec2, half: Vec2) -> crate::world::spatial::Block {
+        crate::world::spatial::Block {
+            entity: Entity::from_raw_u32(1000 + i).unwrap(),
+            center,
+            half,
+            axis: Vec2::X,
+            kind: None,
+            groups: CollisionGroups::new(groups::WALL, Group::ALL),
+        }
+    }
+
+    fn lidar(rays: u32, fov_deg: f32, range: f32) -> RangeSensor {
+        RangeSensor { rays, fov: fov_deg.to_radians(), range, period: 1 }
+    }
+
+    #[test]
+    fn beams_spread_counter_clockwise_from_the_right_edge_and_a_full_circle_reads_no_direction_twice() {
+        let (first, step) = lidar(5, 180.0, 3.0).angles();
+        assert!(
+            (first + std::f32::consts::FRAC_PI_2).abs() < 1e-6 && (step - std::f32::consts::FRAC_PI_4).abs() < 1e-6
+        );
+        let (first, step) = lidar(4, 360.0, 3.0).angles();
+        assert!((first + std::f32::consts::PI).abs() < 1e-6 && (step - std::f32::consts::FRAC_PI_2).abs() < 1e-6);
+        assert_eq!(lidar(1, 90.0, 3.0).angles(), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_beam_reads_the_nearest_wall_pen_or_robot_and_its_range_where_it_meets_none() {
+        let mut index = SpatialIndex::default();
+        let me = robot_disc(0, Vec2::new(5.0, 5.0));
+        // A robot 1 m ahead (east), a wall 2 m to the left (north) whose near face is at 1.9 m,
+        // behind it nothing; a pen 0.5 m to the right (south) of radius 0.05, and behind it a
+        // robot that it hides.
+        let ahead = robot_disc(1, Vec2::new(6.0, 5.0));
+        let mut pen = robot_disc(2, Vec2::new(5.0, 4.5));
+        pen.radius = 0.05;
+        pen.groups = CollisionGroups::new(groups::PEN, Group::ALL);
+        let hidden = robot_disc(3, Vec2::new(5.0, 4.0));
+        // A charging pad straight behind: flat, never read.
+        let mut pad = robot_disc(4, Vec2::new(4.0, 5.0));
+        pad.sensor = true;
+        pad.groups = CollisionGroups::new(groups::STATION, Group::ALL);
+        index.set_discs(Vec2::splat(10.0), [me, ahead, pen, hidden, pad]);
+        index.set_blocks(Vec2::splat(10.0), vec![wall(0, Vec2::new(5.0, 7.0), Vec2::new(2.0, 0.1))]);
+        // Four beams over the full circle, heading east: behind, right, ahead, left.
+        let (mut blocks, mut out) = (Vec::new(), Vec::new());
+        range_scan(&index, me.entity, me.pos, 0.0, &lidar(4, 360.0, 3.0), &mut blocks, &mut out);
+        let expect = [3.0, 0.45, 0.9, 1.9];
+        for (got, want) in out.iter().zip(expect) {
+            assert!((got - want).abs() < 1e-5, "{out:?}");
+        }
+        // Out of range: everything reads the range.
+        range_scan(&index, me.entity, me.pos, 0.0, &lidar(4, 360.0, 0.3), &mut blocks, &mut out);
+        assert_eq!(out, vec![0.3; 4]);
+        // Turned a quarter to the left, the single beam looks at the wall.
+        range_scan(&index, me.entity, me.pos, std::f32::consts::FRAC_PI_2, &lidar(1, 90.0, 3.0), &mut blocks, &mut out);
+        assert!((out[0] - 1.9).abs() < 1e-5, "{out:?}");
+    }
+
+    #[test]
+    fn a_ray_meets_a_disc_at_its_near_side_never_behind_and_at_zero_from_inside() {
+        let hit = ray_disc(Vec2::ZERO, Vec2::X, Vec2::new(2.0, 0.0), 0.5).unwrap();
+        assert!((hit - 1.5).abs() < 1e-6);
+        let grazing = ray_disc(Vec2::ZERO, Vec2::X, Vec2::new(2.0, 0.5), 0.5).unwrap();
+        assert!((grazing - 2.0).abs() < 1e-3);
+        assert_eq!(ray_disc(Vec2::ZERO, Vec2::X, Vec2::new(2.0, 0.6), 0.5), None);
+        assert_eq!(ray_disc(Vec2::ZERO, Vec2::X, Vec2::new(-2.0, 0.0), 0.5), None);
+        assert_eq!(ray_disc(Vec2::ZERO, Vec2::X, Vec2::new(0.1, 0.0), 0.5), Some(0.0));
     }
 }

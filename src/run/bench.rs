@@ -12,7 +12,9 @@ use crate::botlink::BotManager;
 use crate::botlink::manager::RoundTiming;
 use crate::comms::{Payload, Radio, RadioOut, Target};
 use crate::scene::SceneSource;
-use crate::scene::schema::{BoxSpec, ControllerSpec, PenSpec, PhysicsMode, RobotSpec, SceneFile, StationSpec};
+use crate::scene::schema::{
+    BoxSpec, ControllerSpec, PenSpec, PhysicsMode, RangeSensorSpec, RobotSpec, SceneFile, StationSpec,
+};
 use crate::sim::ThinkSystems;
 use crate::sim::stages::StageTimes;
 
@@ -71,6 +73,8 @@ pub struct BenchOptions {
     pub network: bool,
     /// Robots and pens move by the kinematic model instead of rapier's rigid bodies.
     pub kinematic: bool,
+    /// Every robot also has a range sensor of this many beams (180°, 3 m, every step).
+    pub range: Option<u32>,
 }
 
 /// The benchmark's scene: [`bench_scene`], with the radio's range limited to
@@ -83,6 +87,11 @@ pub fn bench_arena(robots: usize, seed: u64, options: BenchOptions) -> SceneFile
     }
     if options.comms || options.network {
         scene.comms.range = Some(BENCH_RADIO_RANGE);
+    }
+    if let Some(rays) = options.range {
+        for r in &mut scene.robots {
+            r.range_sensor = Some(RangeSensorSpec { rays, ..Default::default() });
+        }
     }
     scene
 }

@@ -352,6 +352,9 @@ pub struct RobotSpec {
     #[serde(default)]
     /// Its camera.
     pub camera: CameraSpec,
+    #[serde(default)]
+    /// Its range sensor (a 2D lidar), if it has one: `range_sensor: (rays: 16)`.
+    pub range_sensor: Option<RangeSensorSpec>,
     /// How far in front of the body the gripper reaches for a pen, metres.
     #[serde(default = "default_grip_reach")]
     pub grip_reach: f32,
@@ -403,6 +406,47 @@ pub struct CameraSpec {
     #[serde(default = "default_period")]
     /// Steps between two pictures.
     pub period: u32,
+}
+
+/// Range sensor (a 2D lidar): `rays` beams spread evenly over `fov` degrees centred on the
+/// robot's heading, counter-clockwise from its right edge as ROS's `LaserScan` orders them (a
+/// full 360° starts straight behind the robot). Each beam reads the distance to the first wall,
+/// box, pen or robot it meets, or `range` when it meets none within `range` metres. Refreshed
+/// every `period` steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RangeSensorSpec {
+    #[serde(default = "default_rays")]
+    /// Beams, 1 to 1,024.
+    pub rays: u32,
+    #[serde(default = "default_range_fov")]
+    /// Field of view, degrees (up to 360).
+    pub fov: f32,
+    #[serde(default = "default_range_range")]
+    /// Metres a beam reaches.
+    pub range: f32,
+    #[serde(default = "default_period")]
+    /// Steps between two scans.
+    pub period: u32,
+}
+
+/// The most beams a range sensor may have.
+pub const MAX_RAYS: u32 = 1024;
+
+impl Default for RangeSensorSpec {
+    fn default() -> Self {
+        Self { rays: default_rays(), fov: default_range_fov(), range: default_range_range(), period: default_period() }
+    }
+}
+
+fn default_rays() -> u32 {
+    16
+}
+fn default_range_fov() -> f32 {
+    180.0
+}
+fn default_range_range() -> f32 {
+    3.0
 }
 
 /// What drives a robot.
@@ -639,6 +683,7 @@ impl RobotSpec {
             max_turn: default_max_turn(),
             battery: BatterySpec::default(),
             camera: CameraSpec::default(),
+            range_sensor: None,
             grip_reach: default_grip_reach(),
             controller: ControllerSpec::Idle,
             comms: RobotCommsSpec::default(),

@@ -272,6 +272,20 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
     if c.period == 0 {
         e("camera period must be at least 1 step".into());
     }
+    if let Some(s) = &r.range_sensor {
+        if !(1..=MAX_RAYS).contains(&s.rays) {
+            e(format!("range_sensor rays must be 1 to {MAX_RAYS}, got {}", s.rays));
+        }
+        if !(positive(s.fov) && s.fov <= 360.0) {
+            e(format!("range_sensor fov must be in (0, 360] degrees, got {}", s.fov));
+        }
+        if let Some(problem) = size_problem("range_sensor range", s.range) {
+            e(problem);
+        }
+        if s.period == 0 {
+            e("range_sensor period must be at least 1 step".into());
+        }
+    }
     match r.controller {
         ControllerSpec::Idle
         | ControllerSpec::External { .. }

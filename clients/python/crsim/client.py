@@ -23,10 +23,11 @@ VERSION = 1
 ROBOT = np.dtype([("name", "<i4"), ("x", "<f4"), ("y", "<f4"), ("heading", "<f4"), ("linear", "<f4"),
                   ("angular", "<f4"), ("battery", "<f4"), ("charging", "<u4"), ("holding", "<i4"),
                   ("in_reach", "<i4"), ("distance", "<f4"), ("collisions", "<u4"), ("boxed", "<u4"),
-                  ("visited", "<u4"), ("contacts", "<u4"), ("unused", "<u4")])
+                  ("visited", "<u4"), ("contacts", "<u4"), ("beams", "<u4")])
 CONTACT = np.dtype([("robot", "<u4"), ("with", "<i4"), ("bearing", "<f4")])
 DETECTION = np.dtype([("robot", "<u4"), ("kind", "<u4"), ("name", "<i4"), ("distance", "<f4"), ("bearing", "<f4")])
 SONAR = np.dtype([("robot", "<u4"), ("sonar", "<i4"), ("distance", "<f4")])
+RANGE = np.dtype("<f4")
 DRIVE = np.dtype([("robot", "<u4"), ("linear", "<f4"), ("angular", "<f4"), ("grip", "<i4")])
 KIND_NAMES = ("pen", "box", "station", "robot")
 
@@ -61,11 +62,12 @@ class Step:
 
 class BinaryStep(Step):
     """A step frame in the binary encoding: ``robots``, ``contacts``, ``detections`` and
-    ``sonar`` are numpy record arrays (see ROBOT, CONTACT, DETECTION, SONAR), ``names`` what
+    ``sonar`` are numpy record arrays (see ROBOT, CONTACT, DETECTION, SONAR), ``ranges`` the
+    range sensors' beams (float32, each robot's ``beams`` of them in robot order), ``names`` what
     their name fields index, ``messages`` the delivered messages (``robot`` indexes ``robots``).
     ``step[name]`` gives one robot's readings in the JSON encoding's shape."""
 
-    __slots__ = ("robots", "contacts", "detections", "sonar", "names", "messages", "_rows")
+    __slots__ = ("robots", "contacts", "detections", "sonar", "ranges", "names", "messages", "_rows", "_range_at")
 
     def __init__(self, head, block):
         self.step = head["step"]
@@ -73,10 +75,12 @@ class BinaryStep(Step):
         at = 0
         parts = []
         for dtype, count in ((ROBOT, head["robots"]), (CONTACT, head["contacts"]),
-                             (DETECTION, head["detections"]), (SONAR, head["sonar"])):
+                             (DETECTION, head["detections"]), (SONAR, head["sonar"]),
+                             (RANGE, head.get("ranges", 0))):
             parts.append(np.frombuffer(block, dtype=dtype, count=count, offset=at))
             at += dtype.itemsize * count
-        self.robots, self.contacts, self.detections, self.sonar = parts
+        self.robots, self.contacts, self.detections, self.sonar, self.ranges = parts
+        self._range_at = None
         tail = json.loads(block[at:]) if head["tail"] else {"names": [], "messages": []}
         self.names = tail["names"]
         self.messages = tail["messages"]
@@ -114,7 +118,14 @@ class BinaryStep(Step):
                          for m in self.messages if m["robot"] == i],
             "boxed": int(r["boxed"]),
             "visited": int(r["visited"]),
+            **({"range": self.range_of(i).tolist()} if r["beams"] else {}),
         }
+
+    def range_of(self, i):
+        """The range beams of the robot at row ``i`` (empty without a range sensor)."""
+        if self._range_at is None:
+            self._range_at = np.concatenate(([0], np.cumsum(self.robots["beams"], dtype=np.int64)))
+        return self.ranges[self._range_at[i]:self._range_at[i + 1]]
 
     def __repr__(self):
         return f"BinaryStep({self.step}, t={self.time:.3f}, robots={len(self.robots)})"
@@ -165,7 +176,8 @@ class Client:
             kind = frame.get("type")
             if kind == "step" and frame.get("encoding") == "binary":
                 size = (ROBOT.itemsize * frame["robots"] + CONTACT.itemsize * frame["contacts"]
-                        + DETECTION.itemsize * frame["detections"] + SONAR.itemsize * frame["sonar"] + frame["tail"])
+                        + DETECTION.itemsize * frame["detections"] + SONAR.itemsize * frame["sonar"]
+                        + RANGE.itemsize * frame.get("ranges", 0) + frame["tail"])
                 frame["block"] = self._rfile.read(size)
             if kind in wanted:
                 return frame

@@ -89,3 +89,28 @@ def test_the_ten_line_robot_talks_with_crsims_own_robots(run, tmp_path):
     # One greeting every 50 steps, steps 0 to 350; each delivered to gamma.
     assert alpha["sent"] == 8, alpha
     assert gamma["received"] >= 8, gamma
+
+
+def test_a_range_sensor_reads_the_same_in_json_and_binary_frames(run, pens_scene):
+    # alpha gets an 8-beam lidar over the full circle; beta has none.
+    sim = run(pens_scene, programs=TWO, args=["--set", "robots[alpha].range_sensor=(rays: 8, fov: 360.0, range: 2.5)"])
+    json_client = Client(sim.host, sim.port)
+    offered = {r["name"]: r for r in json_client.hello["robots"]}
+    beams = offered["alpha"]["range_sensor"]
+    assert beams["rays"] == 8 and math.isclose(beams["angle_min"], -math.pi, abs_tol=1e-6)
+    assert math.isclose(beams["angle_increment"], math.pi / 4, abs_tol=1e-6) and beams["range_max"] == 2.5
+    assert "range_sensor" not in offered["beta"]
+    json_client.register(["alpha"])
+    binary_client = Client(sim.host, sim.port, encoding="binary")
+    binary_client.register(["beta"])
+    json_steps, binary_steps = json_client.steps(), binary_client.steps()
+    for _ in range(5):
+        a, b = next(json_steps), next(binary_steps)
+        assert a.step == b.step
+        scan = a["alpha"]["range"]
+        assert len(scan) == 8 and all(0.0 <= d <= 2.5 for d in scan)
+        # The room's walls are within 2.5 m of alpha in some direction.
+        assert min(scan) < 2.5
+        assert "range" not in b["beta"] and b.ranges.size == 0
+        json_client.act()
+        binary_client.act()

@@ -12,7 +12,8 @@ from mcap.reader import make_reader
 from conftest import SCENES
 from crsim.launch import find_crsim
 
-CHANNELS = ["/step", "/robots", "/pens", "/events", "/radio", "/network", "/explorer", "/inputs", "/keyframe"]
+CHANNELS = ["/step", "/robots", "/pens", "/events", "/radio", "/network", "/explorer", "/inputs", "/keyframe",
+            "/range"]
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def recording(tmp_path_factory):
     path = tmp_path_factory.mktemp("rec") / "collectors.mcap"
     subprocess.run(
         [find_crsim(), "run", str(SCENES / "collectors.ron"), "--steps", "600", "--record", str(path),
-         "--out", str(path.with_suffix(".json"))],
+         "--out", str(path.with_suffix(".json")), "--set", "robots[r1].range_sensor=(rays: 8, period: 3)"],
         check=True, capture_output=True, timeout=300,
     )
     return path
@@ -38,6 +39,7 @@ def test_the_mcap_library_reads_the_summary_and_metadata(recording):
         counts = {summary.channels[c].topic: n for c, n in summary.statistics.channel_message_counts.items()}
         assert counts["/step"] == 600 and counts["/robots"] == 600 and counts["/pens"] == 600
         assert counts["/keyframe"] == 3  # steps 0, 250, 500
+        assert counts["/range"] == 200  # r1 scans every third step
         meta = {m.name: m.metadata for m in reader.iter_metadata()}
         assert meta["crsim.run"]["seed"] == "3"
         assert "robots" in meta["crsim.run"]["scene"]

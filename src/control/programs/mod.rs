@@ -30,12 +30,14 @@ pub mod server;
 pub use protocol::{ClientFrame, Comm, ServerFrame};
 
 use self::protocol::{
-    Detection, GripAction, GripReading, InMessage, Offered, Reading, Registration, RobotAction, RobotError,
+    Detection, GripAction, GripReading, InMessage, Offered, RangeBeams, Reading, Registration, RobotAction, RobotError,
     SkillAction, SonarReading, Touch,
 };
 use self::server::{Closed, Connection, Listener, wait_readable};
 use crate::comms::{CommType, Payload, Radio, RadioIn, RadioOut, Target, register_robot, restore_pairs};
-use crate::robot::{AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, Gripper, Odometry, Robot, pose};
+use crate::robot::{
+    AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, Gripper, Odometry, RangeScan, RangeSensor, Robot, pose,
+};
 use crate::scene::schema::{ControllerSpec, LatePolicy, ProgramsSpec};
 use crate::scene::{ActiveScene, PendingScene, SceneLoaded};
 use crate::sim::{LoadSystems, RobotOrder, SimTime, StepGate, ThinkSystems, add_report_section};
@@ -384,6 +386,17 @@ fn accept(server: &mut ProgramServer, active: &ActiveScene) {
                     max_turn: r.max_turn.to_radians(),
                     camera_range: r.camera.range,
                     camera_fov: r.camera.fov.to_radians(),
+                    range_sensor: r.range_sensor.as_ref().map(|s| {
+                        let sensor = RangeSensor::from(s);
+                        let (angle_min, angle_increment) = sensor.angles();
+                        RangeBeams {
+                            rays: sensor.rays,
+                            angle_min,
+                            angle_increment,
+                            range_max: sensor.range,
+                            period: sensor.period,
+                        }
+                    }),
                 })
                 .collect();
             let hello = ServerFrame::Hello {
@@ -528,6 +541,7 @@ struct Sensed {
     gripper: &'static Gripper,
     odometry: &'static Odometry,
     inbox: &'static RadioIn,
+    range: Option<&'static RangeScan>,
 }
 
 fn kind_name(kind: Seeable) -> &'static str {
@@ -645,6 +659,7 @@ fn reading(r: &SensedItem, program: &mut Program, echoes: &[SonarEcho], name_of:
             .collect(),
         boxed: r.gripper.boxed,
         visited: program.visited.len() as u32,
+        range: r.range.map(|scan| scan.distances.clone()),
     }
 }
 

@@ -253,6 +253,22 @@ pub struct Offered {
     /// The camera's range (m) and field of view (rad).
     pub camera_range: f32,
     pub camera_fov: f32,
+    /// Its range sensor, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_sensor: Option<RangeBeams>,
+}
+
+/// A range sensor's beams as ROS's `LaserScan` describes them: beam `k` looks `angle_min + k *
+/// angle_increment` radians from the heading (counter-clockwise positive) and reads at most
+/// `range_max` metres.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RangeBeams {
+    pub rays: u32,
+    pub angle_min: f32,
+    pub angle_increment: f32,
+    pub range_max: f32,
+    /// Steps between two scans.
+    pub period: u32,
 }
 
 /// Something wrong with one robot of a request.
@@ -328,6 +344,9 @@ pub struct Reading {
     pub boxed: u32,
     /// Cells of the robot's diameter it has been in so far.
     pub visited: u32,
+    /// The range sensor's beams, metres, in the order of its angles (only for a robot with one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<Vec<f32>>,
 }
 
 /// A frame from crsim.
@@ -391,8 +410,8 @@ impl ServerFrame {
 
 /// Bytes of one robot's record in a binary step frame: name (u32, into the frame's names), x, y,
 /// heading, linear, angular, battery (f32), charging (u32), holding, in reach (i32, -1 for
-/// none), distance travelled (f32), collisions, boxed, visited, contacts (u32), unused (u32);
-/// little-endian.
+/// none), distance travelled (f32), collisions, boxed, visited, contacts, range beams (u32: its
+/// values in the frame's range block, 0 without a range sensor); little-endian.
 pub const ROBOT_RECORD: usize = 64;
 /// A contact: robot (u32, index into the frame's robots), with (i32, a name), bearing (f32).
 pub const CONTACT_RECORD: usize = 12;
@@ -401,6 +420,9 @@ pub const CONTACT_RECORD: usize = 12;
 pub const DETECTION_RECORD: usize = 20;
 /// A sonar event: robot (u32), sonar (i32, a name), distance (f32).
 pub const SONAR_RECORD: usize = 12;
+/// A range reading: one beam's distance (f32, metres); a robot's beams follow each other in the
+/// range block, the robots in frame order.
+pub const RANGE_RECORD: usize = 4;
 /// A drive command from a program: robot (u32, index into the robots the connection registered,
 /// in the order it registered them), linear (f32, m/s), angular (f32, rad/s), grip (i32: 0 leave,
 /// 1 close, 2 open).
@@ -416,14 +438,15 @@ fn kind_code(kind: &str) -> u32 {
 }
 
 /// A step frame in the binary encoding: a JSON line `{"type":"step","encoding":"binary",
-/// "step":N,"time":T,"robots":R,"contacts":C,"detections":D,"sonar":S,"tail":B}` followed by R
-/// robot records, C contact records, D detection records, S sonar records, and B bytes of JSON
+/// "step":N,"time":T,"robots":R,"contacts":C,"detections":D,"sonar":S,"ranges":G,"tail":B}`
+/// followed by R robot records, C contact records, D detection records, S sonar records, G
+/// range records, and B bytes of JSON
 /// `{"names":[...],"messages":[...]}` (names are what the records' name fields index; a
 /// message names its robot by index into the robots).
 pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let mut names = Names::default();
     let mut robots: Vec<u8> = Vec::with_capacity(readings.len() * ROBOT_RECORD);
-    let (mut contacts, mut detections, mut sonar) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut contacts, mut detections, mut sonar, mut ranges) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut messages = Vec::new();
     let (mut n_contacts, mut n_detections, mut n_sonar) = (0usize, 0usize, 0usize);
     let put_u32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
@@ -439,8 +462,12 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
         put_i32(&mut robots, r.grip.holding.as_deref().map_or(-1, |n| names.id(n)));
         put_i32(&mut robots, r.grip.in_reach.as_deref().map_or(-1, |n| names.id(n)));
         put_f32(&mut robots, r.odometry[0]);
-        for x in [r.odometry[1] as u32, r.boxed, r.visited, r.bump.len() as u32, 0] {
+        let beams = r.range.as_deref().unwrap_or_default();
+        for x in [r.odometry[1] as u32, r.boxed, r.visited, r.bump.len() as u32, beams.len() as u32] {
             put_u32(&mut robots, x);
+        }
+        for &d in beams {
+            put_f32(&mut ranges, d);
         }
         for t in &r.bump {
             put_u32(&mut contacts, i);
@@ -471,11 +498,12 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let tail = serde_json::to_vec(&serde_json::json!({"names": names.list, "messages": messages})).unwrap_or_default();
     let head = serde_json::json!({
         "type": "step", "encoding": "binary", "step": step, "time": time, "robots": readings.len(),
-        "contacts": n_contacts, "detections": n_detections, "sonar": n_sonar, "tail": tail.len(),
+        "contacts": n_contacts, "detections": n_detections, "sonar": n_sonar,
+        "ranges": ranges.len() / RANGE_RECORD, "tail": tail.len(),
     });
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     out.push(b'\n');
-    for part in [robots, contacts, detections, sonar, tail] {
+    for part in [robots, contacts, detections, sonar, ranges, tail] {
         out.extend_from_slice(&part);
     }
     out
@@ -606,6 +634,7 @@ mod tests {
             messages: vec![],
             boxed: 1,
             visited: 7,
+            range: Some(vec![0.5, 2.0, 3.0]),
         };
         let bytes = binary_step(9, 0.18, &[reading]);
         let nl = bytes.iter().position(|b| *b == b'\n').unwrap();
@@ -617,12 +646,15 @@ mod tests {
         );
         let body = &bytes[nl + 1..];
         let tail_len = head["tail"].as_u64().unwrap() as usize;
-        assert_eq!(body.len(), ROBOT_RECORD + CONTACT_RECORD + 2 * DETECTION_RECORD + tail_len);
+        assert_eq!(head["ranges"].as_u64(), Some(3));
+        assert_eq!(body.len(), ROBOT_RECORD + CONTACT_RECORD + 2 * DETECTION_RECORD + 3 * RANGE_RECORD + tail_len);
         let f = |at: usize| f32::from_le_bytes(body[at..at + 4].try_into().unwrap());
         let u = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().unwrap());
         assert_eq!((f(4), f(8), f(24)), (1.0, 2.0, 0.75));
         assert_eq!((u(28), u(32) as i32, u(36)), (1, -1, 1), "charging, holding none, in reach p1");
-        assert_eq!((u(44), u(48), u(52), u(56)), (2, 1, 7, 1));
+        assert_eq!((u(44), u(48), u(52), u(56), u(60)), (2, 1, 7, 1, 3));
+        let ranges = ROBOT_RECORD + CONTACT_RECORD + 2 * DETECTION_RECORD;
+        assert_eq!((f(ranges), f(ranges + 4), f(ranges + 8)), (0.5, 2.0, 3.0));
         let tail: Value = serde_json::from_slice(&body[body.len() - tail_len..]).unwrap();
         assert_eq!(tail["names"], serde_json::json!(["a", "p1", "wallUp", "b"]));
         let drive = [7u32.to_le_bytes(), 0.5f32.to_le_bytes(), (-1.0f32).to_le_bytes(), 1i32.to_le_bytes()].concat();
