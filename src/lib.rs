@@ -9,6 +9,7 @@
 //! | floor | folders | what lives there |
 //! |---|---|---|
 //! | top | `window.rs`, `ui/`, `render/` | the app (`AppPlugin`) and opening its window; the control panel; drawing (presentation only) |
+//! | 6 | `vecenv/` | many worlds in one process for learning: actions in, observations, rewards and episode ends out, in flat arrays |
 //! | 5 | `run/`, `experiment/` | scene loading, physics initialisation, headless runner, bench, report, hot reload, verify; sweeps |
 //! | 4 | `record/` | the record stream: capture, inputs from outside, MCAP writer and reader, viewer protocol, replay |
 //! | 3 | `control/` | every controller: simple, explorer, behaviour network, remote |
@@ -31,6 +32,7 @@ pub mod sim;
 pub mod skills;
 #[cfg(feature = "app")]
 pub mod ui;
+pub mod vecenv;
 pub mod window;
 pub mod world;
 

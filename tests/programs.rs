@@ -453,3 +453,59 @@ fn a_run_that_serves_programs_ends_when_its_last_program_has_gone() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The actions of the in-process test program at `step`: [linear, angular] as fractions of the
+/// robot's maxima and the gripper (1 close, -1 open, 0 leave).
+fn pattern(step: u64) -> [f32; 3] {
+    let turn = if step % 120 < 60 { 0.7 } else { -0.4 };
+    let grip = match step % 100 {
+        50 => 1.0,
+        99 => -1.0,
+        _ => 0.0,
+    };
+    [0.8, turn, grip]
+}
+
+/// An in-process environment world (`crsim::vecenv`) driven with the same actions as a program
+/// over TCP gives the same trajectory, step for step, as `crsim run` with that program: the
+/// environment's two-part step is the program server's lock-step.
+#[test]
+fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
+    use crsim::scene::SceneOverrides;
+    use crsim::vecenv::{EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+    let steps = 400u64;
+    // Over TCP.
+    let (mut child, mut out, addr) =
+        common::serving_run(&["scenes/pens.ron", "--steps", &steps.to_string(), "--programs", "alpha"]);
+    let (mut p, hello, reply) = Prog::register(addr, json!([{"name": "alpha"}]));
+    assert_eq!(reply["robots"], json!(["alpha"]), "{reply}");
+    let body = &hello["robots"][0];
+    let (max_speed, max_turn) = (body["max_speed"].as_f64().unwrap() as f32, body["max_turn"].as_f64().unwrap() as f32);
+    for _ in 0..steps {
+        let f = p.step();
+        let step = f["step"].as_u64().unwrap();
+        let [l, a, g] = pattern(step);
+        let mut act = json!({"name": "alpha", "drive": [l * max_speed, a * max_turn]});
+        if g != 0.0 {
+            act["grip"] = json!(if g > 0.0 { "close" } else { "open" });
+        }
+        p.send(json!({"type": "act", "step": step, "robots": [act]}));
+    }
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{rest}");
+    let tcp_hash = rest.lines().find_map(|l| l.strip_prefix("hash: ")).expect(&rest).to_string();
+    // In the process.
+    let overrides = SceneOverrides { programs: vec!["alpha".into()], ..Default::default() };
+    let (scene, _) = crsim::scene::load_scene_file_with(&scene_path("pens.ron"), &overrides).unwrap();
+    let source = crsim::scene::SceneSource::File(scene_path("pens.ron"));
+    let seed = scene.seed;
+    let spec = EnvSpec { scene, source, max_steps: u64::MAX, until: None, rewards: RewardWeights::default() };
+    let mut world = EnvWorld::new(&spec, seed).unwrap();
+    let mut outcome = [RobotOutcome::default()];
+    for step in 0..steps {
+        world.step(&pattern(step), &mut outcome);
+    }
+    assert_eq!(world.step_count(), steps);
+    assert_eq!(world.hash(), tcp_hash);
+}

@@ -259,6 +259,7 @@ pub(super) fn plugin(app: &mut App) {
         });
     }
     app.init_resource::<SimTime>()
+        .init_resource::<StepPart>()
         .init_resource::<Passes>()
         .init_resource::<TrajectoryHash>()
         .init_resource::<RobotOrder>()
@@ -281,6 +282,22 @@ pub(super) fn plugin(app: &mut App) {
             FixedUpdate,
             (SenseSystems::Bodies, SenseSystems::Index, SenseSystems::Sensors).chain().in_set(SimSystems::Sense),
         )
+        // A step run in two parts (see `StepPart`): the sense stage in the first, the rest in
+        // the second.
+        .configure_sets(FixedUpdate, SimSystems::Sense.run_if(StepPart::runs_sense))
+        .configure_sets(
+            FixedUpdate,
+            (
+                SimSystems::Think,
+                SimSystems::Act,
+                SimSystems::Communicate,
+                SimSystems::Physics,
+                SimSystems::Record,
+                PhysicsStart::Sync,
+                PhysicsStart::Launch,
+            )
+                .run_if(StepPart::runs_rest),
+        )
         .configure_sets(FixedUpdate, (ThinkSystems::Receive, ThinkSystems::Control).chain().in_set(SimSystems::Think))
         .configure_sets(
             FixedUpdate,
@@ -300,6 +317,50 @@ pub(super) fn plugin(app: &mut App) {
         // After every stage of the step, so all of them saw the same step number.
         .add_systems(FixedLast, advance_step);
     clock::plugin(app);
+}
+
+/// Which part of a step the fixed schedules run. Every run steps whole; an in-process
+/// environment runs a step in two parts, as the program server splits it for a program in
+/// lock-step: the sense stage (then it hands the readings out), and, once the actions are in,
+/// the rest (think, act, the radio, physics, record). Run one after the other they are the whole
+/// step, system for system, so the trajectory is the same.
+#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StepPart {
+    #[default]
+    Whole,
+    /// `FixedFirst`, `FixedPreUpdate` and the sense stage of `FixedUpdate`.
+    Sense,
+    /// The rest of `FixedUpdate`, then `FixedPostUpdate` and `FixedLast`.
+    Rest,
+}
+
+impl StepPart {
+    /// Run condition of the sense stage.
+    pub fn runs_sense(part: Res<StepPart>) -> bool {
+        *part != StepPart::Rest
+    }
+
+    /// Run condition of every stage after the sense stage.
+    pub fn runs_rest(part: Res<StepPart>) -> bool {
+        *part != StepPart::Sense
+    }
+}
+
+/// Runs the first part of a step on `world` (see [`StepPart`]): its fixed schedules up to and
+/// including the sense stage.
+pub fn run_sense_part(world: &mut World) {
+    *world.resource_mut::<StepPart>() = StepPart::Sense;
+    for schedule in [FixedFirst.intern(), FixedPreUpdate.intern(), FixedUpdate.intern()] {
+        world.run_schedule(schedule);
+    }
+}
+
+/// Runs the rest of a step whose sense part ran (see [`StepPart`]).
+pub fn run_rest_part(world: &mut World) {
+    *world.resource_mut::<StepPart>() = StepPart::Rest;
+    for schedule in [FixedUpdate.intern(), FixedPostUpdate.intern(), FixedLast.intern()] {
+        world.run_schedule(schedule);
+    }
 }
 
 /// Folds every robot's pose into the trajectory hash, in robot order.

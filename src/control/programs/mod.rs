@@ -64,6 +64,21 @@ pub struct Program {
     visited: HashSet<(i32, i32)>,
 }
 
+impl Program {
+    /// This step's action for the robot, given inside the process (an in-process environment
+    /// drives its program robots this way instead of over the program server): taken in the act
+    /// stage exactly as an action from a program is.
+    pub fn set_action(&mut self, action: RobotAction) {
+        self.answered += 1;
+        self.pending = Some(action);
+    }
+}
+
+/// Program robots driven inside the process (an environment): no server listens for them and
+/// step 0 does not wait for programs to register them.
+#[derive(Resource, Debug, Default, Clone, Copy)]
+pub struct InProcess;
+
 /// Counters of the program server, for the run metrics and the panel.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProgramStats {
@@ -227,14 +242,23 @@ fn program_robots(active: &ActiveScene) -> impl Iterator<Item = &str> {
 }
 
 /// A freshly loaded scene: listen where it says, keep the registrations of robots it still has.
-fn rejoin(mut server: ResMut<ProgramServer>, port: Res<ProgramPortOverride>, mut registry: Registry) {
+fn rejoin(
+    mut server: ResMut<ProgramServer>,
+    port: Res<ProgramPortOverride>,
+    in_process: Option<Res<InProcess>>,
+    mut registry: Registry,
+) {
     let server = &mut *server;
     server.entities = registry.robots.iter().map(|(e, _, n, _)| (n.to_string(), e)).collect();
     let mut settings = registry.active.scene.programs.clone();
     if let Some(p) = port.0 {
         settings.port = p;
     }
-    let wanted: HashSet<String> = program_robots(&registry.active).map(str::to_string).collect();
+    let wanted: HashSet<String> = if in_process.is_some() {
+        HashSet::new()
+    } else {
+        program_robots(&registry.active).map(str::to_string).collect()
+    };
     if wanted.is_empty() {
         let step = 0;
         for c in &mut server.conns {
@@ -301,6 +325,7 @@ fn serve(
     time: Res<SimTime>,
     mut gate: ResMut<StepGate>,
     mut pending: ResMut<PendingScene>,
+    in_process: Option<Res<InProcess>>,
     mut registry: Registry,
 ) {
     let server = &mut *server;
@@ -340,7 +365,7 @@ fn serve(
     // for the scene to be loaded anew.
     let waiting: Vec<String> = if server.announce.is_some() {
         vec!["the scene to reset".to_string()]
-    } else if time.step == 0 {
+    } else if time.step == 0 && in_process.is_none() {
         program_robots(&registry.active).filter(|n| !server.owners.contains_key(*n)).map(str::to_string).collect()
     } else {
         Vec::new()

@@ -1,0 +1,348 @@
+//! crsim inside a program: many independent worlds of one scene, stepped together, with every
+//! world's observations, rewards, terminations and truncations in flat arrays that are allocated
+//! once and overwritten by every step. The Python module is a thin layer over this.
+//!
+//! - Each world ([`EnvWorld`]) is a headless crsim world of the scene with its own seed, whose
+//!   program robots the caller drives ([`ACTION_SIZE`] values each: drive and gripper). A step
+//!   runs in two parts ([`crate::sim::StepPart`]): the rest of the current step with the actions,
+//!   then the next step's sense stage, so a world observes what a program in lock-step reads and
+//!   its trajectory is the one the program server gives for the same actions.
+//! - [`VecWorlds`] holds E worlds and steps them on the compute pool's threads, a share of the
+//!   worlds each (a world's own passes stay on one thread: many small worlds want their
+//!   parallelism across worlds). Which thread runs a world changes nothing in it.
+//! - Episodes reset automatically in Gymnasium 1.x's next-step mode: the step after a world's
+//!   episode ended resets it instead of stepping it, returning the first observation of the new
+//!   episode with zero reward and neither terminated nor truncated.
+
+pub mod observe;
+pub mod world;
+
+pub use world::{ACTION_SIZE, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+
+/// E worlds of one [`EnvSpec`], and the arrays they write into.
+pub struct VecWorlds {
+    spec: EnvSpec,
+    worlds: Vec<EnvWorld>,
+    /// Each world's next seed: its first is the seed given for it, each reset the next one.
+    seeds: Vec<u64>,
+    /// Worlds whose episode ended at the last step (reset by the next one).
+    ended: Vec<bool>,
+    threads: usize,
+    obs_len: usize,
+    robots: usize,
+    /// (E, values of every robot's observation), flat.
+    pub observations: Vec<f32>,
+    /// (E, R) each.
+    pub rewards: Vec<f32>,
+    pub terminated: Vec<bool>,
+    pub truncated: Vec<bool>,
+    outcomes: Vec<RobotOutcome>,
+}
+
+impl VecWorlds {
+    /// `seeds.len()` worlds of `spec`, world `i` with `seeds[i]`, stepped on up to `threads`
+    /// threads; every world reset.
+    pub fn new(spec: EnvSpec, seeds: &[u64], threads: usize) -> Result<VecWorlds, String> {
+        if seeds.is_empty() {
+            return Err("an environment needs at least one world".into());
+        }
+        let robots = spec.robots().len();
+        if robots == 0 {
+            return Err(format!(
+                "the scene \"{}\" has no program robots for the environment to drive (name some, or all)",
+                spec.scene.name
+            ));
+        }
+        let obs_len: usize = spec.observation_sizes().iter().sum();
+        let worlds = seeds.iter().map(|&s| EnvWorld::new(&spec, s)).collect::<Result<Vec<_>, _>>()?;
+        let e = worlds.len();
+        let mut v = VecWorlds {
+            spec,
+            worlds,
+            seeds: seeds.iter().map(|s| s.wrapping_add(1)).collect(),
+            ended: vec![false; e],
+            threads: threads.max(1),
+            obs_len,
+            robots,
+            observations: vec![0.0; e * obs_len],
+            rewards: vec![0.0; e * robots],
+            terminated: vec![false; e * robots],
+            truncated: vec![false; e * robots],
+            outcomes: vec![RobotOutcome::default(); e * robots],
+        };
+        v.observe_all();
+        Ok(v)
+    }
+
+    pub fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    pub fn num_worlds(&self) -> usize {
+        self.worlds.len()
+    }
+
+    /// Robots each world's caller drives.
+    pub fn robots(&self) -> usize {
+        self.robots
+    }
+
+    /// Values of one world's observation (every robot's, one after the other).
+    pub fn observation_len(&self) -> usize {
+        self.obs_len
+    }
+
+    /// Resets every world, with `seeds[i]` for world `i` when given (then each later reset of a
+    /// world takes its seed + 1, + 2, ...), else each with its next seed.
+    pub fn reset(&mut self, seeds: Option<&[u64]>) -> Result<(), String> {
+        let all = vec![true; self.worlds.len()];
+        self.reset_at(&all, seeds)
+    }
+
+    /// Resets the worlds where `mask` is true (seeds as [`VecWorlds::reset`] takes them, one per
+    /// world, used where the mask is true).
+    pub fn reset_at(&mut self, mask: &[bool], seeds: Option<&[u64]>) -> Result<(), String> {
+        if mask.len() != self.worlds.len() {
+            return Err(format!("a mask of {} values for {} worlds", mask.len(), self.worlds.len()));
+        }
+        if let Some(s) = seeds {
+            if s.len() != self.worlds.len() {
+                return Err(format!("{} seeds for {} worlds", s.len(), self.worlds.len()));
+            }
+            for (i, &seed) in s.iter().enumerate() {
+                if mask[i] {
+                    self.seeds[i] = seed;
+                }
+            }
+        }
+        let results = self.for_each_world(|w, i, seed, _, _| (mask[i]).then(|| w.reset(seed)).transpose());
+        for (i, r) in results.into_iter().enumerate() {
+            r?;
+            if mask[i] {
+                self.seeds[i] = self.seeds[i].wrapping_add(1);
+                self.ended[i] = false;
+                let robots = self.robots;
+                self.rewards[i * robots..(i + 1) * robots].fill(0.0);
+                self.terminated[i * robots..(i + 1) * robots].fill(false);
+                self.truncated[i * robots..(i + 1) * robots].fill(false);
+            }
+        }
+        self.observe_all();
+        Ok(())
+    }
+
+    /// Steps every world with `actions` ((E, R, [`ACTION_SIZE`]) values, flat; the caller
+    /// checks their shape and that they are finite). A world whose episode ended at the last
+    /// step is reset instead (next-step autoreset). The arrays then hold the step's results.
+    pub fn step(&mut self, actions: &[f32]) -> Result<(), String> {
+        let per_world = self.robots * ACTION_SIZE;
+        if actions.len() != self.worlds.len() * per_world {
+            return Err(format!(
+                "{} action values for {} worlds of {} robots with {ACTION_SIZE} values each",
+                actions.len(),
+                self.worlds.len(),
+                self.robots
+            ));
+        }
+        let ended = self.ended.clone();
+        let robots = self.robots;
+        let results = self.for_each_world(|w, i, seed, outcomes, _| {
+            if ended[i] {
+                outcomes.fill(RobotOutcome::default());
+                w.reset(seed).map(|()| true)
+            } else {
+                w.step(&actions[i * per_world..(i + 1) * per_world], outcomes);
+                Ok(false)
+            }
+        });
+        for (i, r) in results.into_iter().enumerate() {
+            if r? {
+                self.seeds[i] = self.seeds[i].wrapping_add(1);
+            }
+            let o = &self.outcomes[i * robots..(i + 1) * robots];
+            for (k, outcome) in o.iter().enumerate() {
+                self.rewards[i * robots + k] = outcome.reward;
+                self.terminated[i * robots + k] = outcome.terminated;
+                self.truncated[i * robots + k] = outcome.truncated;
+            }
+            // A world's episode ends when every robot's has (all terminated, or truncated).
+            self.ended[i] = o.iter().all(|x| x.terminated || x.truncated);
+        }
+        self.observe_all();
+        Ok(())
+    }
+
+    /// Every world's trajectory hash, in crsim's hex form.
+    pub fn hashes(&self) -> Vec<String> {
+        self.worlds.iter().map(EnvWorld::hash).collect()
+    }
+
+    /// Each world's steps in its current episode.
+    pub fn episode_steps(&self) -> Vec<u64> {
+        self.worlds.iter().map(|w| w.episode_steps).collect()
+    }
+
+    fn observe_all(&mut self) {
+        let n = self.obs_len;
+        let observations = &mut self.observations;
+        let chunks: Vec<&mut [f32]> = observations.chunks_mut(n).collect();
+        for (w, out) in self.worlds.iter_mut().zip(chunks) {
+            w.observe(out);
+        }
+    }
+
+    /// Runs `f` on every world (with its index, next seed, its outcomes and observation) on up
+    /// to `threads` threads of the compute pool, a contiguous share of the worlds each; the
+    /// results in world order.
+    fn for_each_world<R: Send + 'static>(
+        &mut self,
+        f: impl Fn(&mut EnvWorld, usize, u64, &mut [RobotOutcome], ()) -> R + Sync,
+    ) -> Vec<R> {
+        let e = self.worlds.len();
+        let share = e.div_ceil(self.threads.min(e));
+        let robots = self.robots;
+        let seeds = &self.seeds;
+        let work = self.worlds.chunks_mut(share).zip(self.outcomes.chunks_mut(share * robots)).enumerate();
+        let run = |(c, (worlds, outcomes)): (usize, (&mut [EnvWorld], &mut [RobotOutcome]))| {
+            worlds
+                .iter_mut()
+                .zip(outcomes.chunks_mut(robots))
+                .enumerate()
+                .map(|(k, (w, o))| {
+                    let i = c * share + k;
+                    f(w, i, seeds[i], o, ())
+                })
+                .collect::<Vec<R>>()
+        };
+        if self.threads == 1 || e == 1 {
+            return work.flat_map(run).collect();
+        }
+        let pool = bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new);
+        let run = &run;
+        pool.scope(|s| {
+            for part in work {
+                s.spawn(async move { run(part) });
+            }
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::SceneSource;
+    use crate::scene::schema::{ControllerSpec, PenSpec, RangeSensorSpec, RobotSpec, SceneFile};
+
+    /// A 4 x 3 m room with two program robots (one with a range sensor), an idle robot and pens.
+    fn spec(max_steps: u64) -> EnvSpec {
+        let mut scene = SceneFile::empty("vec", 4.0, 3.0);
+        let mut a = RobotSpec::new("a", 1.0, 1.0, 0.0);
+        a.controller = ControllerSpec::Program {};
+        a.range_sensor = Some(RangeSensorSpec { rays: 5, ..Default::default() });
+        let mut b = RobotSpec::new("b", 3.0, 2.0, 90.0);
+        b.controller = ControllerSpec::Program {};
+        scene.robots = vec![a, b, RobotSpec::new("idle", 2.0, 0.5, 0.0)];
+        scene.pens =
+            (0..4).map(|i| PenSpec { name: format!("p{i}"), pos: (0.5 + i as f32, 2.5), radius: 0.03 }).collect();
+        EnvSpec { scene, source: SceneSource::Generated, max_steps, until: None, rewards: RewardWeights::default() }
+    }
+
+    /// The actions of the world with `seed` at `step`: its own, wherever it sits in the batch.
+    fn actions_for(seed: u64, step: u64) -> [f32; 6] {
+        let turn = if (step / 25).is_multiple_of(2) { 0.2 + seed as f32 * 0.05 } else { -0.6 };
+        [0.9, turn, 0.0, 0.5, -turn, if step % 40 == 20 { 1.0 } else { 0.0 }]
+    }
+
+    fn run(seeds: &[u64], threads: usize, steps: u64) -> Vec<String> {
+        let mut v = VecWorlds::new(spec(10_000), seeds, threads).unwrap();
+        for step in 0..steps {
+            let actions: Vec<f32> = seeds.iter().flat_map(|&s| actions_for(s, step)).collect();
+            v.step(&actions).unwrap();
+        }
+        v.hashes()
+    }
+
+    #[test]
+    fn a_worlds_trajectory_is_the_same_whatever_the_batch_its_place_and_the_threads() {
+        bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new);
+        let alone: Vec<String> = [5, 7, 9].iter().map(|&s| run(&[s], 1, 150).remove(0)).collect();
+        assert_eq!(run(&[5, 7, 9], 1, 150), alone);
+        assert_eq!(run(&[9, 5, 7], 2, 150), vec![alone[2].clone(), alone[0].clone(), alone[1].clone()]);
+        assert_eq!(
+            run(&[7, 7, 5, 9, 9], 3, 150),
+            vec![alone[1].clone(), alone[1].clone(), alone[0].clone(), alone[2].clone(), alone[2].clone()]
+        );
+        assert_ne!(alone[0], alone[1], "other seeds and actions, other trajectories");
+    }
+
+    #[test]
+    fn shapes_follow_the_robots_and_their_sensors() {
+        let v = VecWorlds::new(spec(100), &[1, 2], 1).unwrap();
+        assert_eq!((v.num_worlds(), v.robots(), v.observation_len()), (2, 2, observe::BASE + 5 + observe::BASE));
+        assert_eq!((v.observations.len(), v.rewards.len(), v.terminated.len()), (2 * (2 * 28 + 5), 4, 4));
+        // a sees the room's walls within its sensor's 3 m in some direction; every value in range.
+        let beams = &v.observations[observe::BASE..observe::BASE + 5];
+        assert!(beams.iter().any(|&d| d < 1.0) && beams.iter().all(|&d| (0.0..=1.0).contains(&d)), "{beams:?}");
+        assert!(v.observations.iter().all(|x| (-1.0..=1.0).contains(x)));
+    }
+
+    #[test]
+    fn an_ended_episode_resets_at_the_next_step_with_the_worlds_next_seed() {
+        let mut v = VecWorlds::new(spec(3), &[11, 20], 1).unwrap();
+        let first = v.observations.clone();
+        let still = [0.0f32; 12];
+        for _ in 0..2 {
+            v.step(&still).unwrap();
+            assert!(v.truncated.iter().all(|t| !t));
+        }
+        v.step(&still).unwrap();
+        assert!(v.truncated.iter().all(|&t| t), "the third step reaches max_steps");
+        assert_eq!(v.episode_steps(), vec![3, 3]);
+        // Next step: reset instead of a step; the actions are not used.
+        let moving = [1.0f32; 12];
+        v.step(&moving).unwrap();
+        assert!(v.truncated.iter().chain(&v.terminated).all(|t| !t));
+        assert!(v.rewards.iter().all(|&r| r == 0.0));
+        assert_eq!(v.episode_steps(), vec![0, 0]);
+        // The new episodes' seeds are 12 and 21: the first observation of those worlds.
+        let fresh = VecWorlds::new(spec(3), &[12, 21], 1).unwrap();
+        assert_eq!(v.observations, fresh.observations);
+        assert_eq!(first.len(), v.observations.len());
+        assert_eq!(v.hashes(), fresh.hashes());
+    }
+
+    #[test]
+    fn rewards_count_new_cells_and_a_reset_at_a_mask_resets_only_those_worlds() {
+        let mut v = VecWorlds::new(spec(1000), &[1, 2], 1).unwrap();
+        let ahead = [1.0f32, 0.0, 0.0, 1.0, 0.0, 0.0];
+        let mut total = [0.0f32; 4];
+        for _ in 0..100 {
+            v.step(&[ahead, ahead].concat()).unwrap();
+            for (t, r) in total.iter_mut().zip(&v.rewards) {
+                *t += r;
+            }
+        }
+        // Driving 100 steps straight on enters new cells of 0.2 m (0.01 each) and maybe a wall.
+        assert!(total.iter().all(|&t| t != 0.0), "{total:?}");
+        let before = v.hashes();
+        v.reset_at(&[false, true], None).unwrap();
+        assert_eq!(v.hashes()[0], before[0]);
+        assert_eq!(v.episode_steps(), vec![100, 0]);
+    }
+
+    #[test]
+    fn bad_calls_are_errors_naming_what_is_wrong() {
+        let mut v = VecWorlds::new(spec(10), &[1], 1).unwrap();
+        let e = v.step(&[0.0; 5]).unwrap_err();
+        assert_eq!(e, "5 action values for 1 worlds of 2 robots with 3 values each");
+        assert!(v.reset_at(&[true, false], None).unwrap_err().contains("a mask of 2 values for 1 worlds"));
+        let mut none = spec(10);
+        none.scene.robots.iter_mut().for_each(|r| r.controller = ControllerSpec::Idle);
+        let e = VecWorlds::new(none, &[1], 1).err().unwrap();
+        assert!(e.contains("has no program robots"), "{e}");
+        assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
+    }
+}
