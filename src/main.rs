@@ -236,6 +236,22 @@ enum Command {
         #[arg(long, value_name = "FILE.json")]
         out: Option<PathBuf>,
     },
+    /// Benchmark the in-process environment: E worlds of a pens room of R program robots (camera
+    /// and 16-beam range sensor each), stepped together; prints env_steps_per_s and
+    /// robot_steps_per_s.
+    Envbench {
+        /// Worlds stepped together.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        worlds: u32,
+        /// Program robots in each world.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        robots: u32,
+        #[arg(long, default_value_t = 1000)]
+        steps: u64,
+        /// Threads the worlds are spread over (default: one per core).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
+    },
     /// Benchmark N robots (wanderers, or network collectors with --network); prints robot_steps_per_s.
     Bench {
         #[arg(long, default_value_t = 1000)]
@@ -349,9 +365,38 @@ fn main() -> ExitCode {
         Some(Command::Bot { scene, robot, port, address, out }) => {
             bot_command(&scene, &robot, &address, port, out.as_deref())
         }
+        Some(Command::Envbench { worlds, robots, steps, threads }) => {
+            let threads = threads.map_or_else(crsim::sim::cores, usize::from);
+            envbench(worlds as usize, robots as usize, steps, threads)
+        }
         Some(Command::Bench { robots, steps, seed, comms, network, kinematic, range, record, threads }) => {
             crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
             bench(robots, steps, seed, BenchOptions { comms, network, kinematic, range }, record.as_deref())
+        }
+    }
+}
+
+fn envbench(worlds: usize, robots: usize, steps: u64, threads: usize) -> ExitCode {
+    use crsim::vecenv::bench::{bench_room, run_env_bench};
+    if (worlds * robots) as u64 > 1_000_000 {
+        eprintln!("envbench: {worlds} worlds of {robots} robots is more than 1,000,000 robots");
+        return ExitCode::from(2);
+    }
+    match run_env_bench(bench_room(robots), worlds, steps, threads) {
+        Ok(r) => {
+            crsim::say!("worlds: {}", r.worlds);
+            crsim::say!("robots: {}", r.robots);
+            crsim::say!("steps: {}", r.steps);
+            crsim::say!("threads: {threads}");
+            crsim::say!("build_s: {:.3}", r.build_s);
+            crsim::say!("wall_time_s: {:.3}", r.wall_s);
+            crsim::say!("env_steps_per_s: {:.0}", r.env_steps_per_s());
+            crsim::say!("robot_steps_per_s: {:.0}", r.robot_steps_per_s());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("envbench: {e}");
+            ExitCode::from(2)
         }
     }
 }

@@ -14,6 +14,7 @@
 //!   episode ended resets it instead of stepping it, returning the first observation of the new
 //!   episode with zero reward and neither terminated nor truncated.
 
+pub mod bench;
 pub mod observe;
 pub mod world;
 
@@ -54,6 +55,10 @@ impl VecWorlds {
             ));
         }
         let obs_len: usize = spec.observation_sizes().iter().sum();
+        // Worlds step on threads of their own, a share each; Bevy's compute pool (which its
+        // parallel queries use) then stays at one thread, or the worlds' systems would queue for
+        // it (measured: two threads no faster than one while the pool had two).
+        crate::sim::set_threads(1);
         let worlds = seeds.iter().map(|&s| EnvWorld::new(&spec, s)).collect::<Result<Vec<_>, _>>()?;
         let e = worlds.len();
         let mut v = VecWorlds {
@@ -217,16 +222,11 @@ impl VecWorlds {
         if self.threads == 1 || e == 1 {
             return work.flat_map(run).collect();
         }
-        let pool = bevy::tasks::ComputeTaskPool::get_or_init(bevy::tasks::TaskPool::new);
         let run = &run;
-        pool.scope(|s| {
-            for part in work {
-                s.spawn(async move { run(part) });
-            }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = work.map(|part| s.spawn(move || run(part))).collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         })
-        .into_iter()
-        .flatten()
-        .collect()
     }
 }
 

@@ -102,6 +102,8 @@ struct Driven {
 /// One world of an environment.
 pub struct EnvWorld {
     world: World,
+    /// What observations read, kept: a query made anew scans every archetype.
+    observed: Option<QueryState<ObservedItem<'static>>>,
     spec: EnvSpec,
     robots: Vec<Driven>,
     /// Steps of this episode.
@@ -120,7 +122,7 @@ impl EnvWorld {
         // Each world steps on the thread it is given: the environment spreads worlds over the
         // cores, not a world's robots.
         world.insert_resource(Passes::ONE);
-        let mut env = EnvWorld { world, spec: spec.clone(), robots: Vec::new(), episode_steps: 0 };
+        let mut env = EnvWorld { world, observed: None, spec: spec.clone(), robots: Vec::new(), episode_steps: 0 };
         env.start_episode()?;
         Ok(env)
     }
@@ -216,7 +218,7 @@ impl EnvWorld {
     /// size [`EnvSpec::observation_sizes`] gives).
     pub fn observe(&mut self, out: &mut [f32]) {
         let arena = *self.world.resource::<Arena>();
-        let mut q = self.world.query::<ObservedItem>();
+        let q = self.observed.get_or_insert_with(|| self.world.query::<ObservedItem>());
         let mut at = 0;
         for r in &self.robots {
             let Ok(item) = q.get(&self.world, r.entity) else { continue };
