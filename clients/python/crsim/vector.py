@@ -1,0 +1,152 @@
+"""Many crsim worlds inside this process, stepped together into numpy arrays.
+
+``VecEnv(scene, num_envs=E)`` holds E independent worlds of one scene, each with its own seed
+(``seed + i`` unless ``seeds`` are given), and steps them together on ``threads`` threads with
+the GIL released. The robots it drives are the scene's program robots (``programs``: names, or
+``"all"``). Every robot observes ``observation_size`` float32 values (the layout is crsim's
+``vecenv::observe``: position, heading, speeds, battery, contacts, gripper, the nearest pen, box,
+station and robot the camera sees, messages heard, then the range sensor's beams) and acts with
+3 values: linear and angular speed as fractions of its maxima, and the gripper (above 0.5
+close, below -0.5 open).
+
+The arrays ``reset`` and ``step`` return are allocated once and overwritten by the next call
+(``copy=True`` gives copies). Episodes end per robot (terminated: empty battery or ``until``'s
+task done; truncated: ``max_steps``), and a world whose robots are all done resets itself at the
+next step, as Gymnasium 1.x's ``AutoresetMode.NEXT_STEP`` describes: that step returns the new
+episode's first observation with zero rewards.
+"""
+
+import os
+
+import numpy as np
+
+try:
+    from . import _native
+except ImportError as e:  # a source checkout without the built module
+    raise ImportError("crsim's native module is missing: install the package with "
+                      "`pip install ./clients/python` (it builds the module with cargo)") from e
+
+ACTION_SIZE = _native.ACTION_SIZE
+
+
+class VecEnv:
+    """E worlds of ``scene``: observations (E, R, D), rewards, terminations and truncations
+    (E, R), actions (E, R, 3)."""
+
+    metadata = {"autoreset_mode": "NextStep", "render_modes": []}
+
+    def __init__(self, scene, num_envs=1, seed=None, seeds=None, threads=None, programs=None, max_steps=1000,
+                 until=None, reward_weights=None, sets=()):
+        if seeds is None:
+            base = 0 if seed is None else int(seed)
+            seeds = [base + i for i in range(int(num_envs))]
+        elif len(seeds) != num_envs:
+            raise ValueError(f"{len(seeds)} seeds for {num_envs} worlds")
+        if programs is None:
+            programs = []
+        elif isinstance(programs, str):
+            programs = [programs]
+        weights = {"boxed": 1.0, "visited": 0.01, "collisions": -0.1}
+        weights.update(reward_weights or {})
+        threads = (os.cpu_count() or 1) if threads is None else int(threads)
+        self._worlds = _native.Worlds(os.fspath(scene), [int(s) for s in seeds], threads, list(programs),
+                                      [str(s) for s in sets], int(max_steps), until, float(weights["boxed"]),
+                                      float(weights["visited"]), float(weights["collisions"]))
+        self.num_envs = self._worlds.num_envs
+        self.robots = self._worlds.robots
+        self.observation_size = self._worlds.observation_size
+        self._obs, self._rewards, self._terminated, self._truncated = self._worlds.buffers()
+        self._action_shape = (self.num_envs, len(self.robots), ACTION_SIZE)
+        self._spaces = None
+
+    # -- spaces (gymnasium's, when it is installed) --------------------------------------------
+
+    def _make_spaces(self):
+        if self._spaces is None:
+            from gymnasium import spaces
+            single_obs = spaces.Box(-1.0, 1.0, (len(self.robots), self.observation_size), dtype=np.float32)
+            single_act = spaces.Box(-1.0, 1.0, (len(self.robots), ACTION_SIZE), dtype=np.float32)
+            batch = lambda s: spaces.Box(-1.0, 1.0, (self.num_envs, *s.shape), dtype=np.float32)  # noqa: E731
+            self._spaces = (single_obs, single_act, batch(single_obs), batch(single_act))
+        return self._spaces
+
+    @property
+    def single_observation_space(self):
+        return self._make_spaces()[0]
+
+    @property
+    def single_action_space(self):
+        return self._make_spaces()[1]
+
+    @property
+    def observation_space(self):
+        return self._make_spaces()[2]
+
+    @property
+    def action_space(self):
+        return self._make_spaces()[3]
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def reset(self, seed=None, options=None, copy=False):
+        """Resets every world (world i with ``seed + i`` when ``seed`` is given); returns
+        ``(observations, infos)``."""
+        seeds = None if seed is None else [int(seed) + i for i in range(self.num_envs)]
+        self._worlds.reset(seeds)
+        return self._out(self._obs, copy), {}
+
+    def reset_at(self, mask, seed=None, copy=False):
+        """Resets the worlds where ``mask`` (E bools) is true."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"mask of shape {mask.shape}; expected ({self.num_envs},)")
+        seeds = None if seed is None else [int(seed) + i for i in range(self.num_envs)]
+        self._worlds.reset_at(mask.tolist(), seeds)
+        return self._out(self._obs, copy), {}
+
+    def step(self, actions, copy=False):
+        """Steps every world; returns ``(observations, rewards, terminated, truncated, infos)``."""
+        a = self._check(actions)
+        self._worlds.step(a.reshape(-1))
+        out = (self._obs, self._rewards, self._terminated, self._truncated)
+        return (*(self._out(x, copy) for x in out), {})
+
+    def _check(self, actions):
+        a = np.asarray(actions)
+        if a.shape != self._action_shape:
+            raise ValueError(f"actions of shape {a.shape}; expected {self._action_shape} "
+                             f"(worlds, robots {self.robots}, {ACTION_SIZE} values)")
+        if a.dtype.kind not in "fiu":
+            raise TypeError(f"actions of dtype {a.dtype}; expected float32")
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            world, robot, value = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"action value {value} of robot {self.robots[robot]!r} in world {world} is {a[world, robot, value]}")
+        return a
+
+    @staticmethod
+    def _out(x, copy):
+        return x.copy() if copy else x
+
+    @property
+    def hashes(self):
+        """Each world's trajectory hash, in crsim's hex form."""
+        return self._worlds.hashes()
+
+    @property
+    def episode_steps(self):
+        return self._worlds.episode_steps()
+
+    def close(self):
+        self._worlds.close()
+
+    @property
+    def closed(self):
+        return self._worlds.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,108 @@
+"""crsim.VecEnv: many worlds in this process, stepped together into numpy arrays."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import SCENES
+from crsim import Client, VecEnv
+
+PENS = SCENES / "pens.ron"
+
+
+def constant(env, linear=0.8, angular=0.3):
+    a = np.zeros((env.num_envs, len(env.robots), 3), dtype=np.float32)
+    a[..., 0], a[..., 1] = linear, angular
+    return a
+
+
+def test_shapes_dtypes_and_buffers_reused():
+    env = VecEnv(PENS, num_envs=3, programs=["alpha", "beta"], max_steps=100)
+    obs, info = env.reset(seed=1)
+    assert obs.shape == (3, 2, 28) and obs.dtype == np.float32 and info == {}
+    assert env.single_observation_space.shape == (2, 28) and env.observation_space.shape == (3, 2, 28)
+    assert env.single_action_space.shape == (2, 3) and env.action_space.shape == (3, 2, 3)
+    obs2, rewards, terminated, truncated, _ = env.step(constant(env))
+    assert obs2 is obs, "the same array, overwritten"
+    assert rewards.shape == (3, 2) and rewards.dtype == np.float32
+    assert terminated.dtype == bool and truncated.shape == (3, 2)
+    kept = env.step(constant(env), copy=True)[0]
+    assert kept is not obs and np.array_equal(kept, obs)
+    assert np.all(np.abs(obs) <= 1.0)
+    env.close()
+
+
+def test_a_worlds_trajectory_does_not_depend_on_the_batch_its_place_or_the_threads():
+    def run(seeds, threads):
+        env = VecEnv(PENS, num_envs=len(seeds), seeds=seeds, threads=threads, programs=["alpha"], max_steps=10**6)
+        a = constant(env)
+        for s, row in zip(seeds, a):
+            row[0, 1] = 0.1 * (s % 5)
+        for _ in range(200):
+            env.step(a)
+        return env.hashes
+
+    alone = {s: run([s], 1)[0] for s in (3, 4, 6)}
+    assert run([3, 4, 6], 2) == [alone[3], alone[4], alone[6]]
+    assert run([6, 3, 3, 4], 2) == [alone[6], alone[3], alone[3], alone[4]]
+    assert len(set(alone.values())) == 3
+
+
+def test_a_world_gives_the_trajectory_of_a_program_sending_the_same_actions_over_tcp(run, tmp_path):
+    steps = 300
+    sim = run(PENS, programs=["alpha"], steps=steps)
+    client = Client(sim.host, sim.port)
+    body = {r["name"]: r for r in client.hello["robots"]}["alpha"]
+    client.register(["alpha"])
+    # The environment sends fractions of the maxima, multiplied in float32.
+    linear = float(np.float32(0.8) * np.float32(body["max_speed"]))
+    angular = float(np.float32(0.3) * np.float32(body["max_turn"]))
+    for step in client.steps():
+        client.drive("alpha", linear, angular)
+    sim.process.wait(timeout=60)
+    tcp_hash = json.loads((tmp_path / "m.json").read_text())["hash"]
+    env = VecEnv(PENS, num_envs=1, seed=json.loads((tmp_path / "m.json").read_text())["seed"], programs=["alpha"],
+                 max_steps=10**6)
+    for _ in range(steps):
+        env.step(constant(env))
+    assert env.hashes == [tcp_hash]
+
+
+def test_an_ended_episode_resets_at_the_next_step():
+    env = VecEnv(PENS, num_envs=2, seed=7, programs=["alpha"], max_steps=5)
+    fresh = VecEnv(PENS, num_envs=2, seeds=[8, 9], programs=["alpha"], max_steps=5)
+    for _ in range(5):
+        _, _, _, truncated, _ = env.step(constant(env))
+    assert truncated.all() and env.episode_steps == [5, 5]
+    obs, rewards, terminated, truncated, _ = env.step(constant(env, 1.0, 1.0))
+    assert not truncated.any() and not terminated.any() and not rewards.any()
+    assert env.episode_steps == [0, 0]
+    first, _ = fresh.reset(seed=8)
+    assert np.array_equal(obs, first)
+    assert env.hashes == fresh.hashes
+
+
+def test_bad_use_gets_a_clear_error():
+    env = VecEnv(PENS, num_envs=2, programs=["alpha"])
+    with pytest.raises(ValueError, match=r"actions of shape \(2, 3\); expected \(2, 1, 3\)"):
+        env.step(np.zeros((2, 3), dtype=np.float32))
+    a = constant(env)
+    a[1, 0, 2] = np.nan
+    with pytest.raises(ValueError, match=r"action value 2 of robot 'alpha' in world 1 is nan"):
+        env.step(a)
+    with pytest.raises(TypeError, match="dtype"):
+        env.step(np.full((2, 1, 3), "x"))
+    with pytest.raises(ValueError, match="mask of shape"):
+        env.reset_at([True])
+    env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(constant(env))
+    with pytest.raises(ValueError, match="robots\\[nobody\\]|nobody"):
+        VecEnv(PENS, num_envs=1, programs=["nobody"])
+    with pytest.raises(ValueError, match="no program robots"):
+        VecEnv(PENS, num_envs=1)
+    with pytest.raises(ValueError, match="arena"):
+        VecEnv(PENS, num_envs=1, programs=["alpha"], sets=["arena.width=-1"])
+    with pytest.raises(ValueError, match="cannot read|No such file"):
+        VecEnv(SCENES / "no-such.ron", num_envs=1)
