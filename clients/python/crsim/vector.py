@@ -28,12 +28,19 @@ except ImportError as e:  # a source checkout without the built module
 
 ACTION_SIZE = _native.ACTION_SIZE
 
+try:  # Gymnasium's name for the mode, when it is installed
+    from gymnasium.vector import AutoresetMode
+
+    NEXT_STEP = AutoresetMode.NEXT_STEP
+except ImportError:
+    NEXT_STEP = "NextStep"
+
 
 class VecEnv:
     """E worlds of ``scene``: observations (E, R, D), rewards, terminations and truncations
     (E, R), actions (E, R, 3)."""
 
-    metadata = {"autoreset_mode": "NextStep", "render_modes": []}
+    metadata = {"autoreset_mode": NEXT_STEP, "render_modes": []}
 
     def __init__(self, scene, num_envs=1, seed=None, seeds=None, threads=None, programs=None, max_steps=1000,
                  until=None, reward_weights=None, sets=()):

@@ -106,3 +106,26 @@ def test_bad_use_gets_a_clear_error():
         VecEnv(PENS, num_envs=1, programs=["alpha"], sets=["arena.width=-1"])
     with pytest.raises(ValueError, match="cannot read|No such file"):
         VecEnv(SCENES / "no-such.ron", num_envs=1)
+
+
+def test_gymnasiums_vector_wrappers_run_on_it_unchanged():
+    from gymnasium.vector import AutoresetMode
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    from crsim.gym import GymVectorEnv
+
+    envs = RecordEpisodeStatistics(GymVectorEnv(PENS, num_envs=4, programs=["alpha"], max_steps=20))
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    obs, info = envs.reset(seed=2)
+    assert obs.shape == (4, 28) and envs.observation_space.contains(obs)
+    finished = []
+    for _ in range(45):
+        obs, rewards, terminated, truncated, info = envs.step(envs.action_space.sample())
+        assert envs.observation_space.contains(obs) and rewards.shape == (4,)
+        if "episode" in info:
+            finished.extend(info["episode"]["l"][info["_episode"]])
+    # Episodes of 20 steps, a reset step between them: two ended in each world.
+    assert finished == [20] * 8
+    envs.close()
+    with pytest.raises(ValueError, match="one robot a world"):
+        GymVectorEnv(PENS, num_envs=1, programs="all")

@@ -1,0 +1,59 @@
+"""``crsim.VecEnv`` as a Gymnasium 1.x ``VectorEnv``, one driven robot a world: observations
+(E, D), actions (E, 3), rewards, terminations and truncations (E,). Needs gymnasium.
+
+    from crsim.gym import GymVectorEnv
+    envs = GymVectorEnv("scenes/pens.ron", num_envs=64, programs=["alpha"])
+
+It autoresets in next-step mode (``metadata["autoreset_mode"]`` is ``AutoresetMode.NEXT_STEP``),
+as Gymnasium's own vector environments do by default, so its wrappers and training loops written
+for them use it unchanged.
+"""
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+from .vector import ACTION_SIZE, VecEnv
+
+
+class GymVectorEnv(gymnasium.vector.VectorEnv):
+    """E worlds of ``scene``, each with one driven robot (``programs``: its name, or the scene's
+    single program robot); the other arguments are ``VecEnv``'s."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, scene, num_envs=1, **kwargs):
+        self.env = VecEnv(scene, num_envs=num_envs, **kwargs)
+        if len(self.env.robots) != 1:
+            self.env.close()
+            raise ValueError(f"GymVectorEnv drives one robot a world; the scene's program robots are "
+                             f"{self.env.robots} (name one with programs=[...], or use crsim.VecEnv)")
+        self.num_envs = self.env.num_envs
+        d = self.env.observation_size
+        self.single_observation_space = spaces.Box(-1.0, 1.0, (d,), dtype=np.float32)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32)
+        self.observation_space = spaces.Box(-1.0, 1.0, (self.num_envs, d), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (self.num_envs, ACTION_SIZE), dtype=np.float32)
+        self.render_mode = None
+
+    def reset(self, *, seed=None, options=None):
+        if isinstance(seed, (list, tuple)):
+            seed = seed[0]
+        obs, _ = self.env.reset(seed=seed)
+        if seed is not None:
+            self.single_action_space.seed(seed)
+            self.action_space.seed(seed)
+        return obs[:, 0, :].copy(), {}
+
+    def step(self, actions):
+        a = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, 1, ACTION_SIZE)
+        obs, rewards, terminated, truncated, _ = self.env.step(a)
+        return obs[:, 0, :].copy(), rewards[:, 0].astype(np.float64), terminated[:, 0].copy(), truncated[:, 0].copy(), {}
+
+    @property
+    def hashes(self):
+        return self.env.hashes
+
+    def close_extras(self, **kwargs):
+        self.env.close()
