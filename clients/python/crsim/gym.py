@@ -57,3 +57,4 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs):
         self.env.close()
+

@@ -129,3 +129,19 @@ def test_gymnasiums_vector_wrappers_run_on_it_unchanged():
     envs.close()
     with pytest.raises(ValueError, match="one robot a world"):
         GymVectorEnv(PENS, num_envs=1, programs="all")
+
+
+def test_one_world_is_a_pettingzoo_parallel_env_that_passes_its_api_test():
+    from pettingzoo.test import parallel_api_test
+
+    from crsim.parallel import WorldParallelEnv
+
+    env = WorldParallelEnv(PENS, seed=1, programs="all", max_steps=60)
+    assert env.possible_agents == ["alpha", "beta", "gamma"]
+    parallel_api_test(env, num_cycles=200)
+    obs, _ = env.reset(seed=4)
+    assert set(obs) == {"alpha", "beta", "gamma"} and obs["alpha"].shape == (28,)
+    for _ in range(60):
+        obs, rewards, terminated, truncated, _ = env.step({a: env.action_space(a).sample() for a in env.agents})
+    assert env.agents == [] and all(truncated.values())
+    env.close()
