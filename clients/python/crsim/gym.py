@@ -38,10 +38,8 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self.render_mode = None
 
     def reset(self, *, seed=None, options=None):
-        if isinstance(seed, (list, tuple)):
-            seed = seed[0]
         obs, _ = self.env.reset(seed=seed)
-        if seed is not None:
+        if isinstance(seed, int):
             self.single_action_space.seed(seed)
             self.action_space.seed(seed)
         return obs[:, 0, :].copy(), {}

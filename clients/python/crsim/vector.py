@@ -96,10 +96,10 @@ class VecEnv:
     # -- the loop -------------------------------------------------------------------------------
 
     def reset(self, seed=None, options=None, copy=False):
-        """Resets every world (world i with ``seed + i`` when ``seed`` is given); returns
+        """Resets every world (world i with ``seed + i`` when ``seed`` is an int, ``seed[i]``
+        when it is a list of E seeds, else each with its next seed); returns
         ``(observations, infos)``."""
-        seeds = None if seed is None else [int(seed) + i for i in range(self.num_envs)]
-        self._worlds.reset(seeds)
+        self._worlds.reset(self._seeds(seed))
         return self._out(self._obs, copy), {}
 
     def reset_at(self, mask, seed=None, copy=False):
@@ -107,8 +107,7 @@ class VecEnv:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != (self.num_envs,):
             raise ValueError(f"mask of shape {mask.shape}; expected ({self.num_envs},)")
-        seeds = None if seed is None else [int(seed) + i for i in range(self.num_envs)]
-        self._worlds.reset_at(mask.tolist(), seeds)
+        self._worlds.reset_at(mask.tolist(), self._seeds(seed))
         return self._out(self._obs, copy), {}
 
     def step(self, actions, copy=False):
@@ -117,6 +116,15 @@ class VecEnv:
         self._worlds.step(a.reshape(-1))
         out = (self._obs, self._rewards, self._terminated, self._truncated)
         return (*(self._out(x, copy) for x in out), {})
+
+    def _seeds(self, seed):
+        if seed is None:
+            return None
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"{len(seed)} seeds for {self.num_envs} worlds")
+            return [int(s) for s in seed]
+        return [int(seed) + i for i in range(self.num_envs)]
 
     def _check(self, actions):
         a = np.asarray(actions)

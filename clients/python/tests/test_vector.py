@@ -145,3 +145,17 @@ def test_one_world_is_a_pettingzoo_parallel_env_that_passes_its_api_test():
         obs, rewards, terminated, truncated, _ = env.step({a: env.action_space(a).sample() for a in env.agents})
     assert env.agents == [] and all(truncated.values())
     env.close()
+
+
+def test_the_numpy_training_example_runs_on_the_vectorised_worlds():
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    out = subprocess.run([sys.executable, str(EXAMPLES / "train_vector.py"), "--iterations", "2", "--population", "4",
+                          "--steps", "50"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:2]] == ["iteration 0", "iteration 1"], out.stdout
+    assert lines[2].startswith("the mean policy: "), out.stdout
