@@ -21,8 +21,8 @@ mod sensors;
 pub use drive::{AppliedDrive, Battery};
 pub use gripper::{Gripper, carry_point};
 pub use sensors::{
-    BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RangeScan, RangeSensor, RobotCamera, Sighting,
-    range_scan, ray_disc,
+    BumpEvent, BumpSensor, CameraView, GripSensor, PowerSensor, RangeScan, RangeScratch, RangeSensor, RobotCamera,
+    Sighting, range_scan, ray_disc,
 };
 
 /// A robot's body and limits.

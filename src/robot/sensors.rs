@@ -403,41 +403,51 @@ pub(super) fn sense_range(
         return;
     }
     let step = time.step;
-    let scan = |blocks: &mut Vec<u32>, (entity, robot, (transform, cache), sensor, mut scan): RangeItem| {
+    let scan = |scratch: &mut RangeScratch, (entity, robot, (transform, cache), sensor, mut scan): RangeItem| {
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(sensor.period.max(1))) {
             let PoseCache { heading, .. } = cache.current(transform);
             let pos = transform.translation.truncate();
-            range_scan(&index, entity, pos, heading, sensor, blocks, &mut scan.distances);
+            range_scan(&index, entity, pos, heading, sensor, scratch, &mut scan.distances);
             scan.step = step;
         }
     };
     // Each robot writes only its own scan: the same in any order, on any thread.
-    passes.each_mut_with(order.0.len(), &mut robots, Vec::new, scan);
+    passes.each_mut_with(order.0.len(), &mut robots, RangeScratch::default, scan);
+}
+
+/// A pass's room between range scans: the blocks near a sensor, and its beams' directions.
+#[derive(Default)]
+pub struct RangeScratch {
+    blocks: Vec<u32>,
+    dirs: Vec<Vec2>,
 }
 
 type RangeItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RangeSensor, Mut<'a, RangeScan>);
 
 /// What a range sensor at `pos` heading `heading` reads, beam by beam, into `out`: the distance
 /// along each beam to the first wall, box, pen or robot (not `entity` itself, not a charging
-/// pad: it is flat), or the sensor's range. `blocks` is scratch space.
+/// pad: it is flat), or the sensor's range.
 pub fn range_scan(
     index: &SpatialIndex,
     entity: Entity,
     pos: Vec2,
     heading: f32,
     sensor: &RangeSensor,
-    blocks: &mut Vec<u32>,
+    scratch: &mut RangeScratch,
     out: &mut Vec<f32>,
 ) {
     let range = sensor.range;
     let solid = groups::WALL | groups::BOX | groups::PEN | groups::ROBOT;
     let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
+    let RangeScratch { blocks, dirs } = scratch;
     index.blocks_in(lo, hi, blocks);
     let (first, step) = sensor.angles();
+    // Each beam's direction once, not once per body it is tested against.
+    dirs.clear();
+    dirs.extend((0..sensor.rays).map(|k| Vec2::from_angle(heading + first + step * k as f32)));
     out.clear();
     out.resize(sensor.rays as usize, range);
-    for (k, reading) in out.iter_mut().enumerate() {
-        let dir = Vec2::from_angle(heading + first + step * k as f32);
+    for (reading, &dir) in out.iter_mut().zip(dirs.iter()) {
         for &b in blocks.iter() {
             let block = &index.blocks[b as usize];
             if block.groups.memberships.intersects(solid)
@@ -451,8 +461,7 @@ pub fn range_scan(
         if d.entity == entity || d.sensor || !d.groups.memberships.intersects(solid) {
             return;
         }
-        for (k, reading) in out.iter_mut().enumerate() {
-            let dir = Vec2::from_angle(heading + first + step * k as f32);
+        for (reading, &dir) in out.iter_mut().zip(dirs.iter()) {
             if let Some(t) = ray_disc(pos, dir, d.pos, d.radius)
                 && t < *reading
             {
@@ -665,7 +674,7 @@ mod tests {
         index.set_discs(Vec2::splat(10.0), [me, ahead, pen, hidden, pad]);
         index.set_blocks(Vec2::splat(10.0), vec![wall(0, Vec2::new(5.0, 7.0), Vec2::new(2.0, 0.1))]);
         // Four beams over the full circle, heading east: behind, right, ahead, left.
-        let (mut blocks, mut out) = (Vec::new(), Vec::new());
+        let (mut blocks, mut out) = (RangeScratch::default(), Vec::new());
         range_scan(&index, me.entity, me.pos, 0.0, &lidar(4, 360.0, 3.0), &mut blocks, &mut out);
         let expect = [3.0, 0.45, 0.9, 1.9];
         for (got, want) in out.iter().zip(expect) {

@@ -7,8 +7,8 @@
 //!   runs in two parts ([`crate::sim::StepPart`]): the rest of the current step with the actions,
 //!   then the next step's sense stage, so a world observes what a program in lock-step reads and
 //!   its trajectory is the one the program server gives for the same actions.
-//! - [`VecWorlds`] holds E worlds and steps them on the compute pool's threads, a share of the
-//!   worlds each (a world's own passes stay on one thread: many small worlds want their
+//! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads of its own, a share
+//!   of the worlds each (a world's own passes stay on one thread: many small worlds want their
 //!   parallelism across worlds). Which thread runs a world changes nothing in it.
 //! - Episodes reset automatically in Gymnasium 1.x's next-step mode: the step after a world's
 //!   episode ended resets it instead of stepping it, returning the first observation of the new
@@ -19,6 +19,10 @@ pub mod observe;
 pub mod world;
 
 pub use world::{ACTION_SIZE, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+
+/// The most worlds one environment holds: a world is about 2 MB, so more than this would ask for
+/// more memory than a workstation has (an error says so instead of the allocator failing).
+pub const MAX_WORLDS: usize = 4096;
 
 /// E worlds of one [`EnvSpec`], and the arrays they write into.
 pub struct VecWorlds {
@@ -47,6 +51,9 @@ impl VecWorlds {
         if seeds.is_empty() {
             return Err("an environment needs at least one world".into());
         }
+        if seeds.len() > MAX_WORLDS {
+            return Err(format!("{} worlds is more than the {MAX_WORLDS} one environment holds", seeds.len()));
+        }
         let robots = spec.robots().len();
         if robots == 0 {
             return Err(format!(
@@ -56,9 +63,10 @@ impl VecWorlds {
         }
         let obs_len: usize = spec.observation_sizes().iter().sum();
         // Worlds step on threads of their own, a share each; Bevy's compute pool (which its
-        // parallel queries use) then stays at one thread, or the worlds' systems would queue for
-        // it (measured: two threads no faster than one while the pool had two).
-        crate::sim::set_threads(1);
+        // parallel queries use) is made with one thread, or the worlds' systems would queue for
+        // it (measured: two threads no faster than one while the pool had two). A pool made
+        // before, by other work in the process, is kept.
+        bevy::tasks::ComputeTaskPool::get_or_init(|| bevy::tasks::TaskPoolBuilder::new().num_threads(1).build());
         let worlds = seeds.iter().map(|&s| EnvWorld::new(&spec, s)).collect::<Result<Vec<_>, _>>()?;
         let e = worlds.len();
         let mut v = VecWorlds {
@@ -120,7 +128,7 @@ impl VecWorlds {
                 }
             }
         }
-        let results = self.for_each_world(|w, i, seed, _, _| (mask[i]).then(|| w.reset(seed)).transpose());
+        let results = self.for_each_world(|w, i, seed, _| (mask[i]).then(|| w.reset(seed)).transpose());
         for (i, r) in results.into_iter().enumerate() {
             r?;
             if mask[i] {
@@ -149,9 +157,9 @@ impl VecWorlds {
                 self.robots
             ));
         }
-        let ended = self.ended.clone();
+        let ended = std::mem::take(&mut self.ended);
         let robots = self.robots;
-        let results = self.for_each_world(|w, i, seed, outcomes, _| {
+        let results = self.for_each_world(|w, i, seed, outcomes| {
             if ended[i] {
                 outcomes.fill(RobotOutcome::default());
                 w.reset(seed).map(|()| true)
@@ -160,6 +168,7 @@ impl VecWorlds {
                 Ok(false)
             }
         });
+        self.ended = ended;
         for (i, r) in results.into_iter().enumerate() {
             if r? {
                 self.seeds[i] = self.seeds[i].wrapping_add(1);
@@ -196,12 +205,11 @@ impl VecWorlds {
         }
     }
 
-    /// Runs `f` on every world (with its index, next seed, its outcomes and observation) on up
-    /// to `threads` threads of the compute pool, a contiguous share of the worlds each; the
-    /// results in world order.
+    /// Runs `f` on every world (with its index, next seed and outcomes) on up to `threads`
+    /// threads, a contiguous share of the worlds each; the results in world order.
     fn for_each_world<R: Send + 'static>(
         &mut self,
-        f: impl Fn(&mut EnvWorld, usize, u64, &mut [RobotOutcome], ()) -> R + Sync,
+        f: impl Fn(&mut EnvWorld, usize, u64, &mut [RobotOutcome]) -> R + Sync,
     ) -> Vec<R> {
         let e = self.worlds.len();
         let share = e.div_ceil(self.threads.min(e));
@@ -215,7 +223,7 @@ impl VecWorlds {
                 .enumerate()
                 .map(|(k, (w, o))| {
                     let i = c * share + k;
-                    f(w, i, seeds[i], o, ())
+                    f(w, i, seeds[i], o)
                 })
                 .collect::<Vec<R>>()
         };
@@ -344,5 +352,7 @@ mod tests {
         let e = VecWorlds::new(none, &[1], 1).err().unwrap();
         assert!(e.contains("has no program robots"), "{e}");
         assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
+        let e = VecWorlds::new(spec(10), &vec![0; MAX_WORLDS + 1], 1).err().unwrap();
+        assert_eq!(e, "4097 worlds is more than the 4096 one environment holds");
     }
 }

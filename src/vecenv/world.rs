@@ -14,7 +14,7 @@ use crate::run::headless::headless_app_with;
 use crate::run::until::Until;
 use crate::scene::schema::{ControllerSpec, SceneFile};
 use crate::scene::{PendingScene, SceneSource};
-use crate::sim::{Passes, RobotOrder, SimTime, TrajectoryHash, run_rest_part, run_sense_part};
+use crate::sim::{Passes, SimTime, TrajectoryHash, run_rest_part, run_sense_part};
 use crate::world::Arena;
 
 /// Values of one robot's action: linear and angular speed as fractions of its maxima (clamped
@@ -169,11 +169,6 @@ impl EnvWorld {
         Ok(())
     }
 
-    /// The driven robots' names, in order.
-    pub fn robot_names(&self) -> impl Iterator<Item = &str> {
-        self.robots.iter().map(|r| r.name.as_str())
-    }
-
     /// Runs one step with `actions` ([`ACTION_SIZE`] values a driven robot, in order; checked
     /// by the caller), then the next step's sense part; writes what the step did to each robot
     /// into `out`.
@@ -236,11 +231,6 @@ impl EnvWorld {
     /// Steps the world has run since its scene was loaded.
     pub fn step_count(&self) -> u64 {
         self.world.resource::<SimTime>().step
-    }
-
-    /// The robots in the world's order, for tests and tools.
-    pub fn robot_order(&self) -> Vec<Entity> {
-        self.world.resource::<RobotOrder>().0.clone()
     }
 }
 
