@@ -18,6 +18,8 @@ pub struct Gripper {
     pub holding: Option<Entity>,
     /// Pens it dropped into boxes so far.
     pub boxed: u32,
+    /// Pens it picked up so far.
+    pub picked: u32,
 }
 
 /// Where a held pen is carried: in front of the body, halfway into the reach.
@@ -81,6 +83,7 @@ pub(super) fn apply_gripper(
                 if let Some(pen) = sensor.pen_in_reach.filter(|p| !taken.contains(p)) {
                     taken.push(pen);
                     gripper.holding = Some(pen);
+                    gripper.picked += 1;
                     commands.entity(pen).insert((Held { by: entity }, RigidBodyDisabled, ColliderDisabled));
                 }
             }

@@ -234,7 +234,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
             CollisionGroups::new(groups::ROBOT, Group::ALL),
         ),
         (DriveCommand::default(), GripCommand::default(), LampState::default(), AppliedDrive::default()),
-        Gripper { reach: spec.grip_reach, holding: None, boxed: 0 },
+        Gripper { reach: spec.grip_reach, holding: None, boxed: 0, picked: 0 },
         Battery::new(b.capacity, b.initial.unwrap_or(b.capacity), b.idle_drain, b.move_drain, b.turn_drain),
         (
             BumpSensor::default(),

@@ -18,13 +18,14 @@ pub mod bench;
 pub mod observe;
 pub mod world;
 
-pub use world::{ACTION_SIZE, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+pub use world::{ACTION_SIZE, Counts, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
 
 /// The most worlds one environment holds: a world is about 2 MB, so more than this would ask for
 /// more memory than a workstation has (an error says so instead of the allocator failing).
 pub const MAX_WORLDS: usize = 4096;
 
-/// E worlds of one [`EnvSpec`], and the arrays they write into.
+/// E worlds of one [`EnvSpec`] (or of one spec each, alike in the robots they drive), and the
+/// arrays they write into.
 pub struct VecWorlds {
     spec: EnvSpec,
     worlds: Vec<EnvWorld>,
@@ -41,6 +42,8 @@ pub struct VecWorlds {
     pub rewards: Vec<f32>,
     pub terminated: Vec<bool>,
     pub truncated: Vec<bool>,
+    /// (E, R, [`Counts::NAMES`]) each robot's counts in its episode so far.
+    pub counts: Vec<f32>,
     outcomes: Vec<RobotOutcome>,
 }
 
@@ -48,12 +51,35 @@ impl VecWorlds {
     /// `seeds.len()` worlds of `spec`, world `i` with `seeds[i]`, stepped on up to `threads`
     /// threads; every world reset.
     pub fn new(spec: EnvSpec, seeds: &[u64], threads: usize) -> Result<VecWorlds, String> {
+        Self::varied(vec![spec; seeds.len()], seeds, threads)
+    }
+
+    /// A world of each of `specs` (domain randomisation: the same scene with other settings),
+    /// world `i` with `seeds[i]`. Every spec must drive the same robots with observations of the
+    /// same sizes: the arrays have one shape.
+    pub fn varied(specs: Vec<EnvSpec>, seeds: &[u64], threads: usize) -> Result<VecWorlds, String> {
+        Self::varied_until(specs, seeds, threads, || None)
+    }
+
+    /// [`VecWorlds::varied`], asking `stop` after each world it builds (a world takes
+    /// milliseconds, thousands take seconds): when it gives a reason, building stops with it as
+    /// the error.
+    pub fn varied_until(
+        specs: Vec<EnvSpec>,
+        seeds: &[u64],
+        threads: usize,
+        mut stop: impl FnMut() -> Option<String>,
+    ) -> Result<VecWorlds, String> {
+        if specs.len() != seeds.len() {
+            return Err(format!("{} world settings for {} seeds", specs.len(), seeds.len()));
+        }
         if seeds.is_empty() {
             return Err("an environment needs at least one world".into());
         }
         if seeds.len() > MAX_WORLDS {
             return Err(format!("{} worlds is more than the {MAX_WORLDS} one environment holds", seeds.len()));
         }
+        let spec = specs[0].clone();
         let robots = spec.robots().len();
         if robots == 0 {
             return Err(format!(
@@ -61,13 +87,20 @@ impl VecWorlds {
                 spec.scene.name
             ));
         }
+        alike(&specs)?;
         let obs_len: usize = spec.observation_sizes().iter().sum();
         // Worlds step on threads of their own, a share each; Bevy's compute pool (which its
         // parallel queries use) is made with one thread, or the worlds' systems would queue for
         // it (measured: two threads no faster than one while the pool had two). A pool made
         // before, by other work in the process, is kept.
         bevy::tasks::ComputeTaskPool::get_or_init(|| bevy::tasks::TaskPoolBuilder::new().num_threads(1).build());
-        let worlds = seeds.iter().map(|&s| EnvWorld::new(&spec, s)).collect::<Result<Vec<_>, _>>()?;
+        let mut worlds = Vec::with_capacity(specs.len());
+        for (i, (spec, &s)) in specs.iter().zip(seeds).enumerate() {
+            worlds.push(EnvWorld::new(spec, s).map_err(|e| format!("world {i}: {e}"))?);
+            if let Some(reason) = stop() {
+                return Err(reason);
+            }
+        }
         let e = worlds.len();
         let mut v = VecWorlds {
             spec,
@@ -81,6 +114,7 @@ impl VecWorlds {
             rewards: vec![0.0; e * robots],
             terminated: vec![false; e * robots],
             truncated: vec![false; e * robots],
+            counts: vec![0.0; e * robots * Counts::NAMES.len()],
             outcomes: vec![RobotOutcome::default(); e * robots],
         };
         v.observe_all();
@@ -196,12 +230,13 @@ impl VecWorlds {
         self.worlds.iter().map(|w| w.episode_steps).collect()
     }
 
+    /// Writes every world's observations and counts into the arrays.
     fn observe_all(&mut self) {
-        let n = self.obs_len;
-        let observations = &mut self.observations;
-        let chunks: Vec<&mut [f32]> = observations.chunks_mut(n).collect();
-        for (w, out) in self.worlds.iter_mut().zip(chunks) {
+        let per_world = self.robots * Counts::NAMES.len();
+        let chunks = self.observations.chunks_mut(self.obs_len).zip(self.counts.chunks_mut(per_world));
+        for (w, (out, counts)) in self.worlds.iter_mut().zip(chunks) {
             w.observe(out);
+            w.write_counts(counts);
         }
     }
 
@@ -236,6 +271,22 @@ impl VecWorlds {
             handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         })
     }
+}
+
+/// Checks that every world of `specs` drives the robots of the first, with the same observation
+/// sizes; the error names the first world that does not.
+fn alike(specs: &[EnvSpec]) -> Result<(), String> {
+    let (robots, sizes) = (specs[0].robots(), specs[0].observation_sizes());
+    for (i, spec) in specs.iter().enumerate().skip(1) {
+        let (r, s) = (spec.robots(), spec.observation_sizes());
+        if r != robots {
+            return Err(format!("world {i} drives the robots {r:?}; world 0 drives {robots:?}"));
+        }
+        if s != sizes {
+            return Err(format!("world {i}'s robots observe {s:?} values; world 0's observe {sizes:?}"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -354,5 +405,64 @@ mod tests {
         assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
         let e = VecWorlds::new(spec(10), &vec![0; MAX_WORLDS + 1], 1).err().unwrap();
         assert_eq!(e, "4097 worlds is more than the 4096 one environment holds");
+    }
+
+    #[test]
+    fn counts_are_written_and_a_picked_pen_is_rewarded_by_its_weight() {
+        // a faces a pen 0.2 m ahead: driving to it with the gripper closing picks it up.
+        let mut sp = spec(1000);
+        sp.scene.pens[0].pos = (1.3, 1.0);
+        sp.rewards = RewardWeights::from_named([("picked", 5.0), ("visited", 0.0), ("collisions", 0.0)]).unwrap();
+        let mut v = VecWorlds::new(sp, &[1], 1).unwrap();
+        let n = Counts::NAMES.len();
+        assert_eq!(v.counts.len(), 2 * n);
+        assert_eq!(v.counts[2], 1.0, "a has visited its first cell");
+        assert!(v.counts[5] > 0.9 && v.counts[5] <= 1.0, "a full battery: {}", v.counts[5]);
+        let mut total = 0.0;
+        for _ in 0..60 {
+            v.step(&[0.3, 0.0, 1.0, 0.0, 0.0, 0.0]).unwrap();
+            total += v.rewards[0];
+        }
+        assert_eq!(v.counts[1], 1.0, "a picked the pen up: {:?}", &v.counts[..n]);
+        assert_eq!(total, 5.0);
+        assert_eq!(v.counts[n + 1], 0.0, "b picked nothing");
+    }
+
+    #[test]
+    fn reward_weights_are_named_as_the_counts_are() {
+        let w = RewardWeights::from_named([("battery", 2.0), ("heard", 0.5)]).unwrap();
+        assert_eq!(w.values(), [1.0, 0.0, 0.01, -0.1, 0.5, 2.0]);
+        let before = Counts { battery: 0.5, ..Default::default() };
+        let now = Counts { boxed: 1, heard: 2, battery: 0.25, ..before };
+        assert_eq!(w.reward(&before, &now), 1.0 + 1.0 - 0.5);
+        let e = RewardWeights::from_named([("pens", 1.0)]).unwrap_err();
+        assert_eq!(e, "reward weight \"pens\" is not one of boxed, picked, visited, collisions, heard, battery");
+        assert!(RewardWeights::from_named([("boxed", f32::NAN)]).unwrap_err().contains("finite"));
+    }
+
+    #[test]
+    fn worlds_of_varied_settings_step_together_each_as_it_would_alone() {
+        let mut slow = spec(10_000);
+        slow.scene.robots[0].max_speed = 0.1;
+        let specs = vec![spec(10_000), slow.clone()];
+        let mut v = VecWorlds::varied(specs, &[3, 3], 2).unwrap();
+        let mut alone = VecWorlds::new(slow, &[3], 1).unwrap();
+        for step in 0..60 {
+            let a = actions_for(3, step);
+            v.step(&[a, a].concat()).unwrap();
+            alone.step(&a).unwrap();
+        }
+        let hashes = v.hashes();
+        assert_ne!(hashes[0], hashes[1], "another top speed, another trajectory");
+        assert_eq!(hashes[1], alone.hashes()[0]);
+        // Worlds that drive other robots, or observe other sizes, cannot share the arrays.
+        let mut other = spec(10);
+        other.scene.robots[1].controller = ControllerSpec::Idle;
+        let e = VecWorlds::varied(vec![spec(10), other], &[1, 2], 1).err().unwrap();
+        assert_eq!(e, "world 1 drives the robots [\"a\"]; world 0 drives [\"a\", \"b\"]");
+        let mut wider = spec(10);
+        wider.scene.robots[0].range_sensor = Some(RangeSensorSpec { rays: 9, ..Default::default() });
+        let e = VecWorlds::varied(vec![spec(10), wider], &[1, 2], 1).err().unwrap();
+        assert_eq!(e, "world 1's robots observe [37, 28] values; world 0's observe [33, 28]");
     }
 }

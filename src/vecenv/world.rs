@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use bevy::prelude::*;
 
 use super::observe::{self, ObservedItem};
+use crate::comms::RadioIn;
 use crate::control::programs::protocol::{GripAction, RobotAction};
 use crate::control::programs::{InProcess, Program};
 use crate::robot::{Battery, Gripper, Odometry, RangeSensor, Robot, pose};
@@ -21,21 +22,102 @@ use crate::world::Arena;
 /// to [-1, 1]), and the gripper: above 0.5 close, below -0.5 open, between them leave it.
 pub const ACTION_SIZE: usize = 3;
 
-/// How rewards weigh crsim's own counts for a robot, between one step and the next.
+/// crsim's own counts for one robot in an episode, which rewards weigh: each step's reward is
+/// the change of each count since the last step, weighted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counts {
+    /// Pens it dropped into a box.
+    pub boxed: u32,
+    /// Pens it picked up.
+    pub picked: u32,
+    /// Cells of its diameter it has entered.
+    pub visited: usize,
+    /// Collisions.
+    pub collisions: u32,
+    /// Radio messages delivered to it.
+    pub heard: u64,
+    /// Battery level, 0..1.
+    pub battery: f32,
+}
+
+impl Counts {
+    /// The counts' names, in the order of [`Counts::values`] and [`RewardWeights::values`].
+    pub const NAMES: [&'static str; 6] = ["boxed", "picked", "visited", "collisions", "heard", "battery"];
+
+    /// The counts as numbers, in the order of [`Counts::NAMES`].
+    pub fn values(&self) -> [f32; 6] {
+        [
+            self.boxed as f32,
+            self.picked as f32,
+            self.visited as f32,
+            self.collisions as f32,
+            self.heard as f32,
+            self.battery,
+        ]
+    }
+}
+
+/// How rewards weigh crsim's own counts for a robot ([`Counts`]), between one step and the next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RewardWeights {
     /// Per pen the robot dropped into a box.
     pub boxed: f32,
+    /// Per pen it picked up.
+    pub picked: f32,
     /// Per cell of the robot's diameter it entered for the first time this episode.
     pub visited: f32,
     /// Per collision.
     pub collisions: f32,
+    /// Per radio message delivered to it.
+    pub heard: f32,
+    /// Per unit of battery level gained (a full charge is 1; draining gives its negative).
+    pub battery: f32,
 }
 
 impl Default for RewardWeights {
     /// The weights of the Python environments: 1 a pen boxed, 0.01 a new cell, -0.1 a collision.
     fn default() -> Self {
-        Self { boxed: 1.0, visited: 0.01, collisions: -0.1 }
+        Self { boxed: 1.0, picked: 0.0, visited: 0.01, collisions: -0.1, heard: 0.0, battery: 0.0 }
+    }
+}
+
+impl RewardWeights {
+    /// Weights named as [`Counts::NAMES`] names them; a name that is not a count is an error.
+    pub fn from_named<'a>(named: impl IntoIterator<Item = (&'a str, f32)>) -> Result<Self, String> {
+        let mut w = Self::default();
+        for (name, value) in named {
+            let slot = match name {
+                "boxed" => &mut w.boxed,
+                "picked" => &mut w.picked,
+                "visited" => &mut w.visited,
+                "collisions" => &mut w.collisions,
+                "heard" => &mut w.heard,
+                "battery" => &mut w.battery,
+                other => {
+                    return Err(format!("reward weight \"{other}\" is not one of {}", Counts::NAMES.join(", ")));
+                }
+            };
+            if !value.is_finite() {
+                return Err(format!("reward weight \"{name}\" is {value}; it must be a finite number"));
+            }
+            *slot = value;
+        }
+        Ok(w)
+    }
+
+    /// The weights in the order of [`Counts::NAMES`].
+    pub fn values(&self) -> [f32; 6] {
+        [self.boxed, self.picked, self.visited, self.collisions, self.heard, self.battery]
+    }
+
+    /// The reward for going from `before` to `now`.
+    pub fn reward(&self, before: &Counts, now: &Counts) -> f32 {
+        let (b, n) = (before.values(), now.values());
+        self.values()
+            .iter()
+            .zip(n.iter().zip(b.iter()))
+            .map(|(w, (n, b))| if *w == 0.0 { 0.0 } else { w * (n - b) })
+            .sum()
     }
 }
 
@@ -77,14 +159,6 @@ pub struct RobotOutcome {
     pub reward: f32,
     pub terminated: bool,
     pub truncated: bool,
-}
-
-/// crsim's counts for a robot that rewards weigh.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Counts {
-    boxed: u32,
-    visited: usize,
-    collisions: u32,
 }
 
 /// A driven robot of a world: its entity in the current episode, its limits, its counts.
@@ -186,27 +260,35 @@ impl EnvWorld {
         let truncated = self.episode_steps >= self.spec.max_steps;
         for (i, out) in out.iter_mut().enumerate().take(self.robots.len()) {
             let now = self.counts(i);
-            let w = self.spec.rewards;
             let before = std::mem::replace(&mut self.robots[i].counts, now);
-            let reward = w.boxed * (now.boxed - before.boxed) as f32
-                + w.visited * (now.visited - before.visited) as f32
-                + w.collisions * (now.collisions - before.collisions) as f32;
+            let reward = self.spec.rewards.reward(&before, &now);
             let empty = self.world.get::<Battery>(self.robots[i].entity).is_none_or(Battery::is_empty);
             *out = RobotOutcome { reward, terminated: done || empty, truncated };
         }
     }
 
-    /// A driven robot's counts now, its visited cells brought up to date.
+    /// A driven robot's counts now, its visited cells and messages heard brought up to date
+    /// (called once a step).
     fn counts(&mut self, i: usize) -> Counts {
         let e = self.robots[i].entity;
-        let (boxed, collisions, at) =
-            match (self.world.get::<Gripper>(e), self.world.get::<Odometry>(e), self.world.get::<Transform>(e)) {
-                (Some(g), Some(o), Some(t)) => (g.boxed, o.collisions, pose(t).0),
-                _ => return self.robots[i].counts,
-            };
+        let w = &self.world;
+        let (Some(g), Some(o), Some(t), Some(b)) =
+            (w.get::<Gripper>(e), w.get::<Odometry>(e), w.get::<Transform>(e), w.get::<Battery>(e))
+        else {
+            return self.robots[i].counts;
+        };
+        let heard = w.get::<RadioIn>(e).map_or(0, |inbox| inbox.0.len() as u64);
+        let (boxed, picked, collisions, battery, at) = (g.boxed, g.picked, o.collisions, b.level(), pose(t).0);
         let r = &mut self.robots[i];
         r.visited.insert(((at.x / r.cell).floor() as i32, (at.y / r.cell).floor() as i32));
-        Counts { boxed, visited: r.visited.len(), collisions }
+        Counts { boxed, picked, visited: r.visited.len(), collisions, heard: r.counts.heard + heard, battery }
+    }
+
+    /// Writes every driven robot's counts ([`Counts::values`]) into `out`, one after the other.
+    pub fn write_counts(&self, out: &mut [f32]) {
+        for (r, out) in self.robots.iter().zip(out.chunks_exact_mut(Counts::NAMES.len())) {
+            out.copy_from_slice(&r.counts.values());
+        }
     }
 
     /// Writes every driven robot's observation into `out`, one after the other (each of the

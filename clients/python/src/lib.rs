@@ -4,6 +4,7 @@
 //! it is given.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use numpy::{PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -11,7 +12,7 @@ use pyo3::prelude::*;
 
 use crsim::run::until::Until;
 use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
-use crsim::vecenv::{ACTION_SIZE, EnvSpec, RewardWeights, VecWorlds};
+use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
 
 /// E worlds of one scene, stepped together.
 #[pyclass(module = "crsim._native")]
@@ -23,10 +24,14 @@ struct Worlds {
     rewards: Py<PyArray2<f32>>,
     terminated: Py<PyArray2<bool>>,
     truncated: Py<PyArray2<bool>>,
+    counts: Py<PyArray3<f32>>,
 }
 
-/// Observations, rewards, terminated, truncated.
-type Buffers = (Py<PyArray3<f32>>, Py<PyArray2<f32>>, Py<PyArray2<bool>>, Py<PyArray2<bool>>);
+/// Observations, rewards, terminated, truncated, counts.
+type Buffers = (Py<PyArray3<f32>>, Py<PyArray2<f32>>, Py<PyArray2<bool>>, Py<PyArray2<bool>>, Py<PyArray3<f32>>);
+
+/// Worlds reset between two looks at Ctrl-C.
+const RESET_CHUNK: usize = 64;
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -36,9 +41,10 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
 impl Worlds {
     /// `scene`: a scene file; `seeds`: one per world; `programs`: the robots the environment
     /// drives (the scene's program robots when empty, or names, or `all`); `sets`: `PATH=VALUE`
-    /// overrides as `crsim run --set` takes them; `until`: `pens-boxed`, `explored` or None.
+    /// overrides as `crsim run --set` takes them, one list for every world or a list per world;
+    /// `until`: `pens-boxed`, `explored` or None; `weights`: reward weights by count name.
     #[new]
-    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, reward_boxed, reward_visited, reward_collisions))]
+    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, weights))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -46,31 +52,30 @@ impl Worlds {
         seeds: Vec<u64>,
         threads: usize,
         programs: Vec<String>,
-        sets: Vec<String>,
+        sets: Vec<Vec<String>>,
         max_steps: u64,
         until: Option<String>,
-        reward_boxed: f32,
-        reward_visited: f32,
-        reward_collisions: f32,
+        weights: Vec<(String, f32)>,
     ) -> PyResult<Self> {
-        let sets = sets.iter().map(|s| s.parse()).collect::<Result<Vec<_>, String>>().map_err(value_error)?;
-        let overrides = SceneOverrides { programs, sets };
-        let (file, _) = load_scene_file_with(&scene, &overrides).map_err(value_error)?;
         let until = match until.as_deref() {
             None => None,
             Some("pens-boxed") => Some(Until::PensBoxed),
             Some("explored") => Some(Until::Explored),
             Some(other) => return Err(value_error(format!("until: {other:?} is not pens-boxed or explored"))),
         };
-        let spec = EnvSpec {
-            scene: file,
-            source: SceneSource::File(scene),
-            max_steps,
-            until,
-            rewards: RewardWeights { boxed: reward_boxed, visited: reward_visited, collisions: reward_collisions },
-        };
-        let sizes = spec.observation_sizes();
-        let robot_names = spec.robots();
+        let rewards = RewardWeights::from_named(weights.iter().map(|(n, w)| (n.as_str(), *w))).map_err(value_error)?;
+        if sets.len() != 1 && sets.len() != seeds.len() {
+            return Err(value_error(format!(
+                "{} lists of settings for {} worlds (give one, or one a world)",
+                sets.len(),
+                seeds.len()
+            )));
+        }
+        let specs = py
+            .detach(|| world_specs(&scene, &programs, &sets, seeds.len(), max_steps, until, rewards))
+            .map_err(value_error)?;
+        let sizes = specs[0].observation_sizes();
+        let robot_names = specs[0].robots();
         if sizes.windows(2).any(|w| w[0] != w[1]) {
             let list: Vec<String> = robot_names.iter().zip(&sizes).map(|(n, s)| format!("{n}: {s}")).collect();
             return Err(value_error(format!(
@@ -78,14 +83,27 @@ impl Worlds {
                 list.join(", ")
             )));
         }
-        let inner = py.detach(|| VecWorlds::new(spec, &seeds, threads)).map_err(value_error)?;
+        let interrupt = Mutex::new(None);
+        let stop = || {
+            let err = Python::attach(|py| py.check_signals().err())?;
+            let reason = err.to_string();
+            *interrupt.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
+            Some(reason)
+        };
+        let built = py.detach(|| VecWorlds::varied_until(specs, &seeds, threads, stop));
+        if let Some(err) = interrupt.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(err);
+        }
+        let inner = built.map_err(value_error)?;
         let (e, r) = (inner.num_worlds(), inner.robots());
         let obs_size = inner.observation_len() / r;
         let observations = PyArray3::<f32>::zeros(py, [e, r, obs_size], false).unbind();
         let rewards = PyArray2::<f32>::zeros(py, [e, r], false).unbind();
         let terminated = PyArray2::<bool>::zeros(py, [e, r], false).unbind();
         let truncated = PyArray2::<bool>::zeros(py, [e, r], false).unbind();
-        let worlds = Worlds { inner: Some(inner), robot_names, obs_size, observations, rewards, terminated, truncated };
+        let counts = PyArray3::<f32>::zeros(py, [e, r, Counts::NAMES.len()], false).unbind();
+        let worlds =
+            Worlds { inner: Some(inner), robot_names, obs_size, observations, rewards, terminated, truncated, counts };
         worlds.publish(py)?;
         Ok(worlds)
     }
@@ -111,29 +129,45 @@ impl Worlds {
     }
 
     /// The arrays every call overwrites: observations (E, R, D) float32, rewards (E, R)
-    /// float32, terminated and truncated (E, R) bool.
+    /// float32, terminated and truncated (E, R) bool, counts (E, R, C) float32.
     fn buffers(&self, py: Python<'_>) -> Buffers {
         (
             self.observations.clone_ref(py),
             self.rewards.clone_ref(py),
             self.terminated.clone_ref(py),
             self.truncated.clone_ref(py),
+            self.counts.clone_ref(py),
         )
     }
 
     /// Resets every world (each with `seeds[i]` when given, else its next seed).
     #[pyo3(signature = (seeds=None))]
     fn reset(&mut self, py: Python<'_>, seeds: Option<Vec<u64>>) -> PyResult<()> {
-        let inner = self.worlds_mut()?;
-        py.detach(|| inner.reset(seeds.as_deref())).map_err(value_error)?;
-        self.publish(py)
+        let mask = vec![true; self.worlds()?.num_worlds()];
+        self.reset_at(py, mask, seeds)
     }
 
-    /// Resets the worlds where `mask` (E bools) is true.
+    /// Resets the worlds where `mask` (E bools) is true, a few dozen at a time: Ctrl-C between
+    /// them raises KeyboardInterrupt (the worlds reset so far are reset, the others as they were).
     #[pyo3(signature = (mask, seeds=None))]
     fn reset_at(&mut self, py: Python<'_>, mask: Vec<bool>, seeds: Option<Vec<u64>>) -> PyResult<()> {
         let inner = self.worlds_mut()?;
-        py.detach(|| inner.reset_at(&mask, seeds.as_deref())).map_err(value_error)?;
+        if mask.len() != inner.num_worlds() {
+            return Err(value_error(format!("a mask of {} values for {} worlds", mask.len(), inner.num_worlds())));
+        }
+        let mut part = vec![false; mask.len()];
+        for start in (0..mask.len()).step_by(RESET_CHUNK) {
+            let end = (start + RESET_CHUNK).min(mask.len());
+            part.fill(false);
+            part[start..end].copy_from_slice(&mask[start..end]);
+            if part.iter().any(|&m| m) {
+                py.detach(|| inner.reset_at(&part, seeds.as_deref())).map_err(value_error)?;
+            }
+            if let Err(e) = py.check_signals() {
+                self.publish(py)?;
+                return Err(e);
+            }
+        }
         self.publish(py)
     }
 
@@ -188,8 +222,34 @@ impl Worlds {
         terminated.as_slice_mut().map_err(value_error)?.copy_from_slice(&inner.terminated);
         let mut truncated = self.truncated.bind(py).readwrite();
         truncated.as_slice_mut().map_err(value_error)?.copy_from_slice(&inner.truncated);
+        let mut counts = self.counts.bind(py).readwrite();
+        copy(counts.as_slice_mut().map_err(value_error)?, &inner.counts);
         Ok(())
     }
+}
+
+/// Each world's spec: the scene file read with `programs` and its list of `sets` (the one list
+/// for every world, or world i's); an error names the world whose settings are wrong.
+fn world_specs(
+    scene: &std::path::Path,
+    programs: &[String],
+    sets: &[Vec<String>],
+    worlds: usize,
+    max_steps: u64,
+    until: Option<Until>,
+    rewards: RewardWeights,
+) -> Result<Vec<EnvSpec>, String> {
+    let spec = |list: &[String]| -> Result<EnvSpec, String> {
+        let sets = list.iter().map(|s| s.parse()).collect::<Result<Vec<_>, String>>()?;
+        let overrides = SceneOverrides { programs: programs.to_vec(), sets };
+        let (file, _) = load_scene_file_with(scene, &overrides).map_err(|e| e.to_string())?;
+        Ok(EnvSpec { scene: file, source: SceneSource::File(scene.to_path_buf()), max_steps, until, rewards })
+    };
+    if let [one] = sets {
+        return Ok(vec![spec(one)?; worlds]);
+    }
+    let each = sets.iter().enumerate().map(|(i, list)| spec(list).map_err(|e| format!("world {i}: {e}")));
+    each.collect()
 }
 
 /// The scene text of `crsim envbench`'s room for `robots` program robots (camera and a 16-beam
@@ -208,5 +268,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_scene, m)?)?;
     m.add("ACTION_SIZE", ACTION_SIZE)?;
     m.add("OBSERVATION_BASE", crsim::vecenv::observe::BASE)?;
+    m.add("COUNT_NAMES", Counts::NAMES.to_vec())?;
     Ok(())
 }
