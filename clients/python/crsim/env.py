@@ -9,9 +9,15 @@ seen, distance over the camera's range, sin and cos of the bearing; then the cou
 delivered this step over 10; then, with ``message_size`` > 0, the mean of the message vectors
 heard this step.
 
-Action: a dict with ``drive`` (linear and angular speed as fractions of the maxima), ``grip``
-(0 leave, 1 close, 2 open) and, with ``message_size`` > 0, ``message``, a vector broadcast to
-the robots in radio range (it arrives as ``{"v": [...]}``).
+Action (``action_format="box"``, the default): a float32 vector in [-1, 1] of 3 +
+``message_size`` values — linear and angular speed as fractions of the maxima, the gripper
+(above 0.5 close, below -0.5 open, between them leave it; as ``crsim.VecEnv`` takes it), then,
+with ``message_size`` > 0, a vector broadcast to the robots in radio range (it arrives as
+``{"v": [...]}``). With ``action_format="dict"``: a dict with ``drive`` (the two speeds),
+``grip`` (0 leave, 1 close, 2 open) and ``message``.
+
+The environments can be pickled (SuperSuit's and SB3's vector wrappers copy them): a copy starts
+its own crsim with the same arguments.
 
 Reward: from crsim's own counts for the robot — pens it boxed, cells of its size it visited for
 the first time, collisions — weighted by ``reward_weights``, or your own ``reward_fn(agent,
@@ -85,10 +91,17 @@ class CrsimParallelEnv(ParallelEnv):
     makes robots of any scene program robots). ``max_steps`` ends an episode (truncation);
     ``reset(seed)`` restarts the scene in the same crsim process."""
 
-    metadata = {"name": "crsim_v0", "render_modes": []}
+    metadata = {"name": "crsim_v0", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, scene, max_steps=1000, message_size=0, reward_fn=None, reward_weights=None,
-                 binary=None, args=(), programs=None):
+                 binary=None, args=(), programs=None, action_format="box"):
+        if action_format not in ("box", "dict"):
+            raise ValueError(f"action_format {action_format!r}: \"box\" or \"dict\"")
+        self._args = dict(scene=scene, max_steps=max_steps, message_size=message_size, reward_fn=reward_fn,
+                          reward_weights=reward_weights, binary=binary, args=args, programs=programs,
+                          action_format=action_format)
+        self.action_format = action_format
+        self.render_mode = None
         self.scene = scene
         self.max_steps = max_steps
         self.message_size = message_size
@@ -106,16 +119,34 @@ class CrsimParallelEnv(ParallelEnv):
         self._fresh = True
         self._previous = {}
 
+    def __getstate__(self):
+        return self._args
+
+    def __setstate__(self, args):
+        self.__init__(**args)
+
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent):
         return spaces.Box(-1.0, 1.0, (BASE_SIZE + self.message_size,), dtype=np.float32)
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent):
+        if self.action_format == "box":
+            return spaces.Box(-1.0, 1.0, (3 + self.message_size,), dtype=np.float32)
         parts = {"drive": spaces.Box(-1.0, 1.0, (2,), dtype=np.float32), "grip": spaces.Discrete(3)}
         if self.message_size:
             parts["message"] = spaces.Box(-1.0, 1.0, (self.message_size,), dtype=np.float32)
         return spaces.Dict(parts)
+
+    def _parts(self, action):
+        """(drive, grip: 0 leave, 1 close, 2 open, message or None) of an action."""
+        if self.action_format == "dict":
+            return action["drive"], int(action.get("grip", 0)), action.get("message")
+        a = np.asarray(action, dtype=np.float64).reshape(-1)
+        if a.shape != (3 + self.message_size,):
+            raise ValueError(f"action of shape {a.shape}; expected ({3 + self.message_size},)")
+        grip = 1 if a[2] > 0.5 else 2 if a[2] < -0.5 else 0
+        return a[:2], grip, (a[3:] if self.message_size else None)
 
     def _observations(self):
         return {a: observe(self._step[a], self.bodies[a], self.arena, self.message_size) for a in self.agents}
@@ -133,13 +164,15 @@ class CrsimParallelEnv(ParallelEnv):
     def step(self, actions):
         for agent, action in actions.items():
             body = self.bodies[agent]
-            drive = np.clip(np.asarray(action["drive"], dtype=np.float64), -1.0, 1.0)
+            drive, grip, message = self._parts(action)
+            drive = np.clip(np.asarray(drive, dtype=np.float64), -1.0, 1.0)
+            if not np.isfinite(drive).all():
+                raise ValueError(f"the drive of {agent!r} is {drive}")
             self.client.drive(agent, drive[0] * body["max_speed"], drive[1] * body["max_turn"])
-            grip = int(action.get("grip", 0))
             if grip in (1, 2):
                 self.client.grip(agent, grip == 1)
-            if self.message_size and "message" in action:
-                vector = [float(v) for v in np.clip(action["message"], -1.0, 1.0)]
+            if self.message_size and message is not None:
+                vector = [float(v) for v in np.clip(np.nan_to_num(message), -1.0, 1.0)]
                 self.client.send_message(agent, None, {"v": vector})
         self._step = self.client.get_step()
         if self._step is None:
@@ -173,6 +206,7 @@ class CrsimEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, scene, robot=None, **kwargs):
+        self.render_mode = None
         self.parallel = CrsimParallelEnv(scene, **kwargs)
         self.robot = robot or self.parallel.possible_agents[0]
         self.observation_space = self.parallel.observation_space(self.robot)

@@ -1,4 +1,6 @@
-"""``crsim.VecEnv`` as a Gymnasium 1.x ``VectorEnv``, one driven robot a world: observations
+"""``crsim.VecEnv`` as Gymnasium environments: ``GymEnv``, one in-process world with one driven
+robot as a ``gymnasium.Env`` (for ``check_env`` and single-environment code), and
+``GymVectorEnv``, a Gymnasium 1.x ``VectorEnv``, one driven robot a world: observations
 (E, D), actions (E, 3), rewards, terminations and truncations (E,). Needs gymnasium.
 
     from crsim.gym import GymVectorEnv
@@ -15,6 +17,47 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from .vector import ACTION_SIZE, VecEnv
+
+
+class GymEnv(gymnasium.Env):
+    """One in-process world of ``scene`` with one driven robot (``programs``: its name, or the
+    scene's single program robot); observation (D,) float32, action (3,) float32 in [-1, 1]
+    (linear and angular speed as fractions of the maxima, gripper above 0.5 close, below -0.5
+    open). The other arguments are ``VecEnv``'s."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, scene, seed=None, **kwargs):
+        self.env = VecEnv(scene, num_envs=1, seed=seed, **kwargs)
+        if len(self.env.robots) != 1:
+            self.env.close()
+            raise ValueError(f"GymEnv drives one robot; the scene's program robots are {self.env.robots} "
+                             f"(name one with programs=[...], or use crsim.parallel.WorldParallelEnv)")
+        d = self.env.observation_size
+        self.observation_space = spaces.Box(-1.0, 1.0, (d,), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32)
+        self.render_mode = None
+        self._actions = np.zeros((1, 1, ACTION_SIZE), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        obs, _ = self.env.reset(seed=seed)
+        return obs[0, 0].copy(), {}
+
+    def step(self, action):
+        a = np.asarray(action, dtype=np.float32)
+        if a.shape != (ACTION_SIZE,):
+            raise ValueError(f"action of shape {a.shape}; expected ({ACTION_SIZE},)")
+        self._actions[0, 0] = a
+        obs, rewards, terminated, truncated, _ = self.env.step(self._actions)
+        return obs[0, 0].copy(), float(rewards[0, 0]), bool(terminated[0, 0]), bool(truncated[0, 0]), {}
+
+    @property
+    def hash(self):
+        return self.env.hashes[0]
+
+    def close(self):
+        self.env.close()
 
 
 class GymVectorEnv(gymnasium.vector.VectorEnv):

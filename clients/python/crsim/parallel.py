@@ -21,6 +21,8 @@ class WorldParallelEnv(ParallelEnv):
     metadata = {"name": "crsim_world_v0", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, scene, seed=None, programs=None, max_steps=1000, **kwargs):
+        # A pickled copy (SuperSuit's vector wrappers make them) is a new world of the same
+        # arguments: VecEnv pickles as its arguments.
         self.env = VecEnv(scene, num_envs=1, seed=seed, programs=programs, max_steps=max_steps, **kwargs)
         self.possible_agents = list(self.env.robots)
         self.agents = []

@@ -10,7 +10,16 @@ station and robot the camera sees, messages heard, then the range sensor's beams
 close, below -0.5 open).
 
 The arrays ``reset`` and ``step`` return are allocated once and overwritten by the next call
-(``copy=True`` gives copies). Episodes end per robot (terminated: empty battery or ``until``'s
+(``copy=True`` gives copies).
+
+Rewards weigh crsim's own counts for each robot (``counts``, (E, R, C) in the order of
+``COUNT_NAMES``: pens boxed, pens picked up, cells visited, collisions, messages heard, battery
+level) by ``reward_weights`` (a dict by count name), or come from ``reward_fn(counts_before,
+counts, observations_before, observations)``, a function of arrays that returns (E, R) rewards.
+
+Per-world settings (domain randomisation): ``sets`` are ``crsim run --set`` overrides for every
+world; ``world_sets`` adds world i's own, as a list of E lists or a function of i, e.g.
+``world_sets=lambda i: [f"radio.loss={i / 100}"]``. Episodes end per robot (terminated: empty battery or ``until``'s
 task done; truncated: ``max_steps``), and a world whose robots are all done resets itself at the
 next step, as Gymnasium 1.x's ``AutoresetMode.NEXT_STEP`` describes: that step returns the new
 episode's first observation with zero rewards.
@@ -27,6 +36,7 @@ except ImportError as e:  # a source checkout without the built module
                       "`pip install ./clients/python` (it builds the module with cargo)") from e
 
 ACTION_SIZE = _native.ACTION_SIZE
+COUNT_NAMES = tuple(_native.COUNT_NAMES)
 
 try:  # Gymnasium's name for the mode, when it is installed
     from gymnasium.vector import AutoresetMode
@@ -43,28 +53,43 @@ class VecEnv:
     metadata = {"autoreset_mode": NEXT_STEP, "render_modes": []}
 
     def __init__(self, scene, num_envs=1, seed=None, seeds=None, threads=None, programs=None, max_steps=1000,
-                 until=None, reward_weights=None, sets=()):
+                 until=None, reward_weights=None, reward_fn=None, sets=(), world_sets=None):
+        self._args = (scene, dict(num_envs=num_envs, seed=seed, seeds=seeds, threads=threads, programs=programs,
+                                  max_steps=max_steps, until=until, reward_weights=reward_weights,
+                                  reward_fn=reward_fn, sets=sets, world_sets=world_sets))
+        num_envs = int(num_envs)
         if seeds is None:
             base = 0 if seed is None else int(seed)
-            seeds = [base + i for i in range(int(num_envs))]
+            seeds = [base + i for i in range(num_envs)]
         elif len(seeds) != num_envs:
             raise ValueError(f"{len(seeds)} seeds for {num_envs} worlds")
         if programs is None:
             programs = []
         elif isinstance(programs, str):
             programs = [programs]
-        weights = {"boxed": 1.0, "visited": 0.01, "collisions": -0.1}
-        weights.update(reward_weights or {})
+        if isinstance(sets, str):
+            sets = [sets]
+        weights = [(str(k), float(v)) for k, v in (reward_weights or {}).items()]
         threads = (os.cpu_count() or 1) if threads is None else int(threads)
         self._worlds = _native.Worlds(os.fspath(scene), [int(s) for s in seeds], threads, list(programs),
-                                      [str(s) for s in sets], int(max_steps), until, float(weights["boxed"]),
-                                      float(weights["visited"]), float(weights["collisions"]))
+                                      _settings(sets, world_sets, num_envs), int(max_steps), until, weights)
         self.num_envs = self._worlds.num_envs
         self.robots = self._worlds.robots
         self.observation_size = self._worlds.observation_size
-        self._obs, self._rewards, self._terminated, self._truncated = self._worlds.buffers()
+        self._obs, self._rewards, self._terminated, self._truncated, self._counts = self._worlds.buffers()
         self._action_shape = (self.num_envs, len(self.robots), ACTION_SIZE)
         self._spaces = None
+        self.render_mode = None
+        self.reward_fn = reward_fn
+        # What reward_fn compares with: the counts and observations before the step.
+        self._before = None
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+
+    def __reduce__(self):
+        # Worlds cannot be copied; a pickled environment is built again from its arguments (its
+        # worlds start from their seeds), as vector wrappers that copy environments need.
+        scene, kwargs = self._args
+        return (_rebuild, (scene, kwargs))
 
     # -- spaces (gymnasium's, when it is installed) --------------------------------------------
 
@@ -100,6 +125,7 @@ class VecEnv:
         when it is a list of E seeds, else each with its next seed); returns
         ``(observations, infos)``."""
         self._worlds.reset(self._seeds(seed))
+        self._ended[:] = False
         return self._out(self._obs, copy), {}
 
     def reset_at(self, mask, seed=None, copy=False):
@@ -108,14 +134,40 @@ class VecEnv:
         if mask.shape != (self.num_envs,):
             raise ValueError(f"mask of shape {mask.shape}; expected ({self.num_envs},)")
         self._worlds.reset_at(mask.tolist(), self._seeds(seed))
+        self._ended[mask] = False
         return self._out(self._obs, copy), {}
 
     def step(self, actions, copy=False):
         """Steps every world; returns ``(observations, rewards, terminated, truncated, infos)``."""
         a = self._check(actions)
+        if self.reward_fn is not None:
+            self._before = (self._counts.copy(), self._obs.copy())
         self._worlds.step(a.reshape(-1))
+        if self.reward_fn is not None:
+            self._call_reward_fn()
+        # A world whose robots are all done resets at the next step (NEXT_STEP).
+        self._ended = (self._terminated | self._truncated).all(axis=1)
         out = (self._obs, self._rewards, self._terminated, self._truncated)
         return (*(self._out(x, copy) for x in out), {})
+
+    def _call_reward_fn(self):
+        counts_before, obs_before = self._before
+        rewards = np.asarray(self.reward_fn(counts_before, self._counts, obs_before, self._obs), dtype=np.float32)
+        shape = self._rewards.shape
+        if rewards.shape != shape:
+            raise ValueError(f"reward_fn returned an array of shape {rewards.shape}; expected {shape} (worlds, robots)")
+        if not np.isfinite(rewards).all():
+            world, robot = (int(i) for i in np.argwhere(~np.isfinite(rewards))[0])
+            raise ValueError(f"reward_fn gave robot {self.robots[robot]!r} in world {world} {rewards[world, robot]}")
+        # A world that reset in this step (its episode ended at the last) gets no reward.
+        rewards[self._ended] = 0.0
+        self._rewards[...] = rewards
+
+    @property
+    def counts(self):
+        """Each robot's counts in its episode so far, (E, R, C) float32 in the order of
+        ``COUNT_NAMES`` (overwritten by the next call)."""
+        return self._counts
 
     def _seeds(self, seed):
         if seed is None:
@@ -165,3 +217,26 @@ class VecEnv:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _rebuild(scene, kwargs):
+    return VecEnv(scene, **kwargs)
+
+
+def _settings(sets, world_sets, num_envs):
+    """The native layer's settings: one list for every world, or a list per world."""
+    common = [str(s) for s in sets]
+    if world_sets is None:
+        return [common]
+    if callable(world_sets):
+        each = [world_sets(i) for i in range(num_envs)]
+    else:
+        each = list(world_sets)
+        if len(each) != num_envs:
+            raise ValueError(f"world_sets has {len(each)} lists for {num_envs} worlds")
+    out = []
+    for i, extra in enumerate(each):
+        if isinstance(extra, str):
+            extra = [extra]
+        out.append(common + [str(s) for s in extra])
+    return out

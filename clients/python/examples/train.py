@@ -24,7 +24,7 @@ def episode(env, weights, seed):
     total, done = 0.0, False
     while not done:
         drive = np.tanh(weights @ np.append(obs, 1.0)).astype(np.float32)
-        obs, reward, terminated, truncated, _ = env.step({"drive": drive, "grip": 0})
+        obs, reward, terminated, truncated, _ = env.step(np.append(drive, np.float32(0.0)))
         total += reward
         done = terminated or truncated
     return total

@@ -42,7 +42,7 @@ def test_observations_actions_and_a_reward_hook(pens_scene):
         assert obs["alpha"].shape == (BASE_SIZE,) and obs["alpha"].dtype == np.float32
         total = 0.0
         while env.agents:
-            actions = {a: {"drive": np.array([1.0, 0.0], dtype=np.float32), "grip": 0} for a in env.agents}
+            actions = {a: np.array([1.0, 0.0, 0.0], dtype=np.float32) for a in env.agents}
             obs, rewards, terminations, truncations, infos = env.step(actions)
             total += rewards.get("alpha", 0.0)
         # Fifty steps at full speed (0.4 m/s): about 0.4 m, the distance the hook rewarded.
