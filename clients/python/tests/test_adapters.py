@@ -175,3 +175,17 @@ def test_ctrl_c_while_thousands_of_worlds_are_built_raises_keyboard_interrupt():
             VecEnv(PENS, num_envs=4096, programs=["alpha"])
     finally:
         timer.cancel()
+
+
+def test_the_ppo_example_runs(monkeypatch, capsys):
+    import importlib.util
+
+    from conftest import EXAMPLES
+
+    spec = importlib.util.spec_from_file_location("ppo", EXAMPLES / "ppo.py")
+    ppo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ppo)
+    monkeypatch.setattr("sys.argv", ["ppo.py", "--timesteps", "2048", "--worlds", "4", "--steps", "50"])
+    assert ppo.main() == 0
+    out = capsys.readouterr().out
+    assert "random policy, held-out starts: mean return" in out and "trained policy" in out
