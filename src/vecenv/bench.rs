@@ -58,6 +58,7 @@ pub fn run_env_bench(scene: SceneFile, worlds: usize, steps: u64, threads: usize
         max_steps: u64::MAX,
         until: None,
         rewards: RewardWeights::default(),
+        message_size: 0,
     };
     let started = Instant::now();
     let seeds: Vec<u64> = (0..worlds as u64).collect();

@@ -3,7 +3,8 @@
 //! once and overwritten by every step. The Python module is a thin layer over this.
 //!
 //! - Each world ([`EnvWorld`]) is a headless crsim world of the scene with its own seed, whose
-//!   program robots the caller drives ([`ACTION_SIZE`] values each: drive and gripper). A step
+//!   program robots the caller drives ([`ACTION_SIZE`] values each: drive and gripper, then a
+//!   message vector's when the environment has one). A step
 //!   runs in two parts ([`crate::sim::StepPart`]): the rest of the current step with the actions,
 //!   then the next step's sense stage, so a world observes what a program in lock-step reads and
 //!   its trajectory is the one the program server gives for the same actions.
@@ -178,14 +179,15 @@ impl VecWorlds {
         Ok(())
     }
 
-    /// Steps every world with `actions` ((E, R, [`ACTION_SIZE`]) values, flat; the caller
+    /// Steps every world with `actions` ((E, R, [`EnvSpec::action_size`]) values, flat; the caller
     /// checks their shape and that they are finite). A world whose episode ended at the last
     /// step is reset instead (next-step autoreset). The arrays then hold the step's results.
     pub fn step(&mut self, actions: &[f32]) -> Result<(), String> {
-        let per_world = self.robots * ACTION_SIZE;
+        let per_robot = self.spec.action_size();
+        let per_world = self.robots * per_robot;
         if actions.len() != self.worlds.len() * per_world {
             return Err(format!(
-                "{} action values for {} worlds of {} robots with {ACTION_SIZE} values each",
+                "{} action values for {} worlds of {} robots with {per_robot} values each",
                 actions.len(),
                 self.worlds.len(),
                 self.robots
@@ -306,7 +308,14 @@ mod tests {
         scene.robots = vec![a, b, RobotSpec::new("idle", 2.0, 0.5, 0.0)];
         scene.pens =
             (0..4).map(|i| PenSpec { name: format!("p{i}"), pos: (0.5 + i as f32, 2.5), radius: 0.03 }).collect();
-        EnvSpec { scene, source: SceneSource::Generated, max_steps, until: None, rewards: RewardWeights::default() }
+        EnvSpec {
+            scene,
+            source: SceneSource::Generated,
+            max_steps,
+            until: None,
+            rewards: RewardWeights::default(),
+            message_size: 0,
+        }
     }
 
     /// The actions of the world with `seed` at `step`: its own, wherever it sits in the batch.
@@ -464,5 +473,41 @@ mod tests {
         wider.scene.robots[0].range_sensor = Some(RangeSensorSpec { rays: 9, ..Default::default() });
         let e = VecWorlds::varied(vec![spec(10), wider], &[1, 2], 1).err().unwrap();
         assert_eq!(e, "world 1's robots observe [37, 28] values; world 0's observe [33, 28]");
+    }
+
+    #[test]
+    fn driven_robots_come_group_by_group_each_group_in_scene_order() {
+        let mut sp = spec(10);
+        let mut c = RobotSpec::new("c", 2.0, 2.5, 0.0);
+        c.controller = ControllerSpec::Program {};
+        c.range_sensor = Some(RangeSensorSpec { rays: 5, ..Default::default() });
+        sp.scene.robots.push(c);
+        assert_eq!(sp.robots(), ["a", "c", "b"]);
+        assert_eq!(sp.groups(), ["range5", "range5", "camera"]);
+        assert_eq!(sp.observation_sizes(), [33, 33, 28]);
+        let v = VecWorlds::new(sp, &[1], 1).unwrap();
+        // c's beams are the second block of range values, b's base values the last 28.
+        assert_eq!(v.observation_len(), 33 + 33 + 28);
+    }
+
+    #[test]
+    fn message_vectors_travel_by_radio_and_arrive_as_the_mean_heard() {
+        let mut sp = spec(100);
+        sp.message_size = 2;
+        assert_eq!((sp.action_size(), sp.observation_sizes()), (5, vec![28 + 5 + 2, 28 + 2]));
+        let mut v = VecWorlds::new(sp, &[1], 1).unwrap();
+        let (a_len, b_len) = (35, 30);
+        for _ in 0..3 {
+            // a says (0.5, -0.25), b says (3, 0.1): clamped to 1.
+            v.step(&[0.0, 0.0, 0.0, 0.5, -0.25, 0.0, 0.0, 0.0, 3.0, 0.1]).unwrap();
+        }
+        let (a, b) = (&v.observations[..a_len], &v.observations[a_len..a_len + b_len]);
+        assert_eq!(&a[33..], &[1.0, 0.1], "a hears b's vector");
+        assert_eq!(&b[28..], &[0.5, -0.25], "b hears a's");
+        assert_eq!(a[27], 0.1, "one message heard this step");
+        let heard = v.counts[4];
+        assert!(heard >= 2.0, "a's count of messages heard: {heard}");
+        let e = v.step(&[0.0; 6]).unwrap_err();
+        assert_eq!(e, "6 action values for 1 worlds of 2 robots with 5 values each");
     }
 }

@@ -15,11 +15,12 @@
 //! | 27 | messages delivered to it this step, over 10 (at most 1) |
 //!
 //! then, for a robot with a range sensor of K beams, K values: each beam's distance over the
-//! sensor's range, in the order of its angles.
+//! sensor's range, in the order of its angles; then, in an environment with message vectors of
+//! M values, M values: the mean of the vectors delivered to it this step (zeros when none).
 
 use bevy::prelude::*;
 
-use crate::comms::RadioIn;
+use crate::comms::{Payload, RadioIn};
 use crate::robot::{
     AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, RangeScan, RangeSensor, Robot, RobotCamera, pose,
 };
@@ -45,9 +46,27 @@ pub type ObservedItem<'a> = (
     Option<(&'a RangeSensor, &'a RangeScan)>,
 );
 
-/// Values of one robot's observation: [`BASE`] and its range sensor's beams.
-pub fn size(range: Option<&RangeSensor>) -> usize {
-    BASE + range.map_or(0, |s| s.rays as usize)
+/// Values of one robot's observation: [`BASE`], its range sensor's beams, `message` values.
+pub fn size(range: Option<&RangeSensor>, message: usize) -> usize {
+    BASE + range.map_or(0, |s| s.rays as usize) + message
+}
+
+/// A message vector as it travels: `{"v": [values]}`, what the Python environments send.
+pub fn message_payload(values: &[f32]) -> serde_json::Value {
+    serde_json::json!({ "v": values })
+}
+
+/// Adds the values of a delivered message vector of `out.len()` values to `out`; whether it was
+/// one (anything else heard is not).
+fn add_message(payload: &Payload, out: &mut [f32]) -> bool {
+    let Payload::Json(v) = payload else { return false };
+    let Some(values) = v.get("v").and_then(|v| v.as_array()).filter(|a| a.len() == out.len()) else {
+        return false;
+    };
+    for (o, x) in out.iter_mut().zip(values) {
+        *o += x.as_f64().unwrap_or(0.0) as f32;
+    }
+    true
 }
 
 /// Writes one robot's observation into `out` (exactly [`size`] values).
@@ -74,9 +93,19 @@ pub fn observe(item: ObservedItem, arena: &Arena, out: &mut [f32]) {
         });
     }
     out[27] = (inbox.map_or(0, |m| m.0.len()) as f32 / 10.0).min(1.0);
+    let mut at = BASE;
     if let Some((sensor, scan)) = range {
         for (o, d) in out[BASE..].iter_mut().zip(&scan.distances) {
             *o = d / sensor.range;
+        }
+        at += sensor.rays as usize;
+    }
+    let message = &mut out[at..];
+    if !message.is_empty() {
+        message.fill(0.0);
+        let heard = inbox.map_or(0, |m| m.0.iter().filter(|m| add_message(m.content(), message)).count());
+        if heard > 0 {
+            message.iter_mut().for_each(|v| *v /= heard as f32);
         }
     }
     for v in out.iter_mut() {
@@ -107,7 +136,7 @@ mod tests {
         let sensor = RangeSensor { rays: 3, fov: 3.0, range: 2.0, period: 1 };
         let scan = RangeScan { distances: vec![0.5, 2.0, 1.0], step: 0 };
         let arena = Arena { width: 4.0, height: 2.0 };
-        let mut out = vec![9.0; size(Some(&sensor))];
+        let mut out = vec![9.0; size(Some(&sensor), 0)];
         observe(
             (&robot, &transform, &applied, &battery, &bump, &grip, &camera, &optics, None, Some((&sensor, &scan))),
             &arena,

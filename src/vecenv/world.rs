@@ -8,12 +8,12 @@ use bevy::prelude::*;
 
 use super::observe::{self, ObservedItem};
 use crate::comms::RadioIn;
-use crate::control::programs::protocol::{GripAction, RobotAction};
+use crate::control::programs::protocol::{GripAction, OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
 use crate::robot::{Battery, Gripper, Odometry, RangeSensor, Robot, pose};
 use crate::run::headless::headless_app_with;
 use crate::run::until::Until;
-use crate::scene::schema::{ControllerSpec, SceneFile};
+use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
 use crate::scene::{PendingScene, SceneSource};
 use crate::sim::{Passes, SimTime, TrajectoryHash, run_rest_part, run_sense_part};
 use crate::world::Arena;
@@ -132,23 +132,60 @@ pub struct EnvSpec {
     /// A task whose end terminates the episode (`--until`'s conditions).
     pub until: Option<Until>,
     pub rewards: RewardWeights,
+    /// Values of the message vector each driven robot broadcasts with its action and hears, as
+    /// the mean of those delivered to it, in its observation (0: none).
+    pub message_size: usize,
 }
 
 impl EnvSpec {
-    /// The robots the environment drives: the scene's program robots, in scene order.
-    pub fn robots(&self) -> Vec<String> {
-        self.scene
-            .robots
-            .iter()
-            .filter(|r| matches!(r.controller, ControllerSpec::Program {}))
-            .map(|r| r.name.clone())
-            .collect()
+    /// The robots the environment drives: the scene's program robots, group by group (robots
+    /// whose observations have the same layout, in the order each group first appears in the
+    /// scene), each group in scene order.
+    fn driven(&self) -> Vec<&RobotSpec> {
+        let programs: Vec<&RobotSpec> =
+            self.scene.robots.iter().filter(|r| matches!(r.controller, ControllerSpec::Program {})).collect();
+        let mut groups: Vec<String> = Vec::new();
+        for r in &programs {
+            let g = group_name(r);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        let rank = |r: &RobotSpec| groups.iter().position(|g| *g == group_name(r));
+        let mut ordered = programs;
+        ordered.sort_by_key(|r| rank(r));
+        ordered
     }
 
-    /// Values of each driven robot's observation, in the order of [`EnvSpec::robots`].
+    /// The robots the environment drives, in the order of [`EnvSpec::driven`].
+    pub fn robots(&self) -> Vec<String> {
+        self.driven().into_iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// Each driven robot's group ([`group_name`]), in the same order.
+    pub fn groups(&self) -> Vec<String> {
+        self.driven().into_iter().map(group_name).collect()
+    }
+
+    /// Values of each driven robot's observation, in the same order.
     pub fn observation_sizes(&self) -> Vec<usize> {
-        let programs = self.scene.robots.iter().filter(|r| matches!(r.controller, ControllerSpec::Program {}));
-        programs.map(|r| observe::size(r.range_sensor.as_ref().map(RangeSensor::from).as_ref())).collect()
+        let size =
+            |r: &RobotSpec| observe::size(r.range_sensor.as_ref().map(RangeSensor::from).as_ref(), self.message_size);
+        self.driven().into_iter().map(size).collect()
+    }
+
+    /// Values of each driven robot's action: [`ACTION_SIZE`] and its message vector's.
+    pub fn action_size(&self) -> usize {
+        ACTION_SIZE + self.message_size
+    }
+}
+
+/// The group of a driven robot: robots of one group observe the same layout. `camera` for a
+/// robot without a range sensor, `range16` for one with 16 beams.
+pub fn group_name(robot: &RobotSpec) -> String {
+    match &robot.range_sensor {
+        None => "camera".to_string(),
+        Some(s) => format!("range{}", s.rays),
     }
 }
 
@@ -243,11 +280,11 @@ impl EnvWorld {
         Ok(())
     }
 
-    /// Runs one step with `actions` ([`ACTION_SIZE`] values a driven robot, in order; checked
+    /// Runs one step with `actions` ([`EnvSpec::action_size`] values a driven robot, in order; checked
     /// by the caller), then the next step's sense part; writes what the step did to each robot
     /// into `out`.
     pub fn step(&mut self, actions: &[f32], out: &mut [RobotOutcome]) {
-        for (r, a) in self.robots.iter().zip(actions.chunks_exact(ACTION_SIZE)) {
+        for (r, a) in self.robots.iter().zip(actions.chunks_exact(self.spec.action_size())) {
             let action = robot_action(&r.name, r.max_speed, r.max_turn, a);
             if let Some(mut program) = self.world.get_mut::<Program>(r.entity) {
                 program.set_action(action);
@@ -299,7 +336,7 @@ impl EnvWorld {
         let mut at = 0;
         for r in &self.robots {
             let Ok(item) = q.get(&self.world, r.entity) else { continue };
-            let n = observe::size(item.9.map(|(s, _)| s));
+            let n = observe::size(item.9.map(|(s, _)| s), self.spec.message_size);
             observe::observe(item, &arena, &mut out[at..at + n]);
             at += n;
         }
@@ -316,7 +353,8 @@ impl EnvWorld {
     }
 }
 
-/// The program action of one robot's [`ACTION_SIZE`] values.
+/// The program action of one robot's values: [`ACTION_SIZE`], then its message vector's (each
+/// clamped to [-1, 1]), broadcast as [`observe::message_payload`] when there are any.
 pub fn robot_action(name: &str, max_speed: f32, max_turn: f32, a: &[f32]) -> RobotAction {
     let frac = |v: f32| v.clamp(-1.0, 1.0);
     let grip = match a[2] {
@@ -330,6 +368,12 @@ pub fn robot_action(name: &str, max_speed: f32, max_turn: f32, a: &[f32]) -> Rob
         skill: None,
         grip,
         lamp: None,
-        send: Vec::new(),
+        send: match &a[ACTION_SIZE..] {
+            [] => Vec::new(),
+            message => {
+                let values: Vec<f32> = message.iter().map(|&v| frac(v)).collect();
+                vec![OutMessage { to: None, content: observe::message_payload(&values) }]
+            }
+        },
     }
 }

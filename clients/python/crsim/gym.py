@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from .vector import ACTION_SIZE, VecEnv
+from .vector import VecEnv
 
 
 class GymEnv(gymnasium.Env):
@@ -35,9 +35,9 @@ class GymEnv(gymnasium.Env):
                              f"(name one with programs=[...], or use crsim.parallel.WorldParallelEnv)")
         d = self.env.observation_size
         self.observation_space = spaces.Box(-1.0, 1.0, (d,), dtype=np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (self.env.action_size,), dtype=np.float32)
         self.render_mode = None
-        self._actions = np.zeros((1, 1, ACTION_SIZE), dtype=np.float32)
+        self._actions = np.zeros((1, 1, self.env.action_size), dtype=np.float32)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -46,8 +46,8 @@ class GymEnv(gymnasium.Env):
 
     def step(self, action):
         a = np.asarray(action, dtype=np.float32)
-        if a.shape != (ACTION_SIZE,):
-            raise ValueError(f"action of shape {a.shape}; expected ({ACTION_SIZE},)")
+        if a.shape != (self.env.action_size,):
+            raise ValueError(f"action of shape {a.shape}; expected ({self.env.action_size},)")
         self._actions[0, 0] = a
         obs, rewards, terminated, truncated, _ = self.env.step(self._actions)
         return obs[0, 0].copy(), float(rewards[0, 0]), bool(terminated[0, 0]), bool(truncated[0, 0]), {}
@@ -75,9 +75,9 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self.num_envs = self.env.num_envs
         d = self.env.observation_size
         self.single_observation_space = spaces.Box(-1.0, 1.0, (d,), dtype=np.float32)
-        self.single_action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (self.env.action_size,), dtype=np.float32)
         self.observation_space = spaces.Box(-1.0, 1.0, (self.num_envs, d), dtype=np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (self.num_envs, ACTION_SIZE), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (self.num_envs, self.env.action_size), dtype=np.float32)
         self.render_mode = None
 
     def reset(self, *, seed=None, options=None):
@@ -88,7 +88,7 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         return obs[:, 0, :].copy(), {}
 
     def step(self, actions):
-        a = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, 1, ACTION_SIZE)
+        a = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, 1, self.env.action_size)
         obs, rewards, terminated, truncated, _ = self.env.step(a)
         return obs[:, 0, :].copy(), rewards[:, 0].astype(np.float64), terminated[:, 0].copy(), truncated[:, 0].copy(), {}
 

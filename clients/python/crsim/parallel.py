@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from .vector import ACTION_SIZE, VecEnv
+from .vector import VecEnv
 
 
 class WorldParallelEnv(ParallelEnv):
@@ -29,8 +29,8 @@ class WorldParallelEnv(ParallelEnv):
         self.render_mode = None
         d = self.env.observation_size
         self._obs_space = spaces.Box(-1.0, 1.0, (d,), dtype=np.float32)
-        self._act_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32)
-        self._actions = np.zeros((1, len(self.possible_agents), ACTION_SIZE), dtype=np.float32)
+        self._act_space = spaces.Box(-1.0, 1.0, (self.env.action_size,), dtype=np.float32)
+        self._actions = np.zeros((1, len(self.possible_agents), self.env.action_size), dtype=np.float32)
 
     def observation_space(self, agent):
         return self._obs_space

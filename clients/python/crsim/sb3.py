@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv as _SB3VecEnv
 
-from .vector import ACTION_SIZE, VecEnv
+from .vector import VecEnv
 
 
 class SB3VecEnv(_SB3VecEnv):
@@ -31,7 +31,7 @@ class SB3VecEnv(_SB3VecEnv):
         self.render_mode = None
         d = self.env.observation_size
         super().__init__(self.worlds * self.robots, spaces.Box(-1.0, 1.0, (d,), dtype=np.float32),
-                         spaces.Box(-1.0, 1.0, (ACTION_SIZE,), dtype=np.float32))
+                         spaces.Box(-1.0, 1.0, (self.env.action_size,), dtype=np.float32))
         self._actions = None
 
     def reset(self):
@@ -44,7 +44,7 @@ class SB3VecEnv(_SB3VecEnv):
         return obs.reshape(self.num_envs, -1).copy()
 
     def step_async(self, actions):
-        self._actions = np.asarray(actions, dtype=np.float32).reshape(self.worlds, self.robots, ACTION_SIZE)
+        self._actions = np.asarray(actions, dtype=np.float32).reshape(self.worlds, self.robots, self.env.action_size)
 
     def step_wait(self):
         if self._actions is None:

@@ -7,7 +7,9 @@ the GIL released. The robots it drives are the scene's program robots (``program
 ``vecenv::observe``: position, heading, speeds, battery, contacts, gripper, the nearest pen, box,
 station and robot the camera sees, messages heard, then the range sensor's beams) and acts with
 3 values: linear and angular speed as fractions of its maxima, and the gripper (above 0.5
-close, below -0.5 open).
+close, below -0.5 open), then, with ``message_size`` M > 0, M values broadcast over the radio
+(each robot's observation then ends with the mean of the vectors delivered to it that step;
+``action_size`` is 3 + M).
 
 The arrays ``reset`` and ``step`` return are allocated once and overwritten by the next call
 (``copy=True`` gives copies).
@@ -53,10 +55,11 @@ class VecEnv:
     metadata = {"autoreset_mode": NEXT_STEP, "render_modes": []}
 
     def __init__(self, scene, num_envs=1, seed=None, seeds=None, threads=None, programs=None, max_steps=1000,
-                 until=None, reward_weights=None, reward_fn=None, sets=(), world_sets=None):
+                 until=None, reward_weights=None, reward_fn=None, sets=(), world_sets=None, message_size=0):
         self._args = (scene, dict(num_envs=num_envs, seed=seed, seeds=seeds, threads=threads, programs=programs,
                                   max_steps=max_steps, until=until, reward_weights=reward_weights,
-                                  reward_fn=reward_fn, sets=sets, world_sets=world_sets))
+                                  reward_fn=reward_fn, sets=sets, world_sets=world_sets,
+                                  message_size=message_size))
         num_envs = int(num_envs)
         if seeds is None:
             base = 0 if seed is None else int(seed)
@@ -72,12 +75,14 @@ class VecEnv:
         weights = [(str(k), float(v)) for k, v in (reward_weights or {}).items()]
         threads = (os.cpu_count() or 1) if threads is None else int(threads)
         self._worlds = _native.Worlds(os.fspath(scene), [int(s) for s in seeds], threads, list(programs),
-                                      _settings(sets, world_sets, num_envs), int(max_steps), until, weights)
+                                      _settings(sets, world_sets, num_envs), int(max_steps), until, weights,
+                                      int(message_size))
         self.num_envs = self._worlds.num_envs
         self.robots = self._worlds.robots
-        self.observation_size = self._worlds.observation_size
-        self._obs, self._rewards, self._terminated, self._truncated, self._counts = self._worlds.buffers()
-        self._action_shape = (self.num_envs, len(self.robots), ACTION_SIZE)
+        self._flat_obs, self._rewards, self._terminated, self._truncated, self._counts = self._worlds.buffers()
+        self.action_size = self._worlds.action_size
+        self._action_shape = (self.num_envs, len(self.robots), self.action_size)
+        self._setup_observations(self._worlds.groups, self._worlds.observation_sizes)
         self._spaces = None
         self.render_mode = None
         self.reward_fn = reward_fn
@@ -85,11 +90,21 @@ class VecEnv:
         self._before = None
         self._ended = np.zeros(self.num_envs, dtype=bool)
 
+    def _setup_observations(self, groups, sizes):
+        """One (E, R, D) view of the flat observations: every robot observes D values."""
+        if len(set(sizes)) != 1:
+            self._worlds.close()
+            found = ", ".join(f"{r} ({g}): {d}" for r, g, d in zip(self.robots, groups, sizes))
+            raise ValueError(f"the driven robots observe different numbers of values ({found}); "
+                             "crsim.groups.GroupedVecEnv gives each group its own arrays")
+        self.observation_size = sizes[0]
+        self._obs = self._flat_obs.reshape(self.num_envs, len(self.robots), self.observation_size)
+
     def __reduce__(self):
         # Worlds cannot be copied; a pickled environment is built again from its arguments (its
         # worlds start from their seeds), as vector wrappers that copy environments need.
         scene, kwargs = self._args
-        return (_rebuild, (scene, kwargs))
+        return (_rebuild, (type(self), scene, kwargs))
 
     # -- spaces (gymnasium's, when it is installed) --------------------------------------------
 
@@ -97,7 +112,7 @@ class VecEnv:
         if self._spaces is None:
             from gymnasium import spaces
             single_obs = spaces.Box(-1.0, 1.0, (len(self.robots), self.observation_size), dtype=np.float32)
-            single_act = spaces.Box(-1.0, 1.0, (len(self.robots), ACTION_SIZE), dtype=np.float32)
+            single_act = spaces.Box(-1.0, 1.0, (len(self.robots), self.action_size), dtype=np.float32)
             batch = lambda s: spaces.Box(-1.0, 1.0, (self.num_envs, *s.shape), dtype=np.float32)  # noqa: E731
             self._spaces = (single_obs, single_act, batch(single_obs), batch(single_act))
         return self._spaces
@@ -182,7 +197,7 @@ class VecEnv:
         a = np.asarray(actions)
         if a.shape != self._action_shape:
             raise ValueError(f"actions of shape {a.shape}; expected {self._action_shape} "
-                             f"(worlds, robots {self.robots}, {ACTION_SIZE} values)")
+                             f"(worlds, robots {self.robots}, {self.action_size} values)")
         if a.dtype.kind not in "fiu":
             raise TypeError(f"actions of dtype {a.dtype}; expected float32")
         a = np.ascontiguousarray(a, dtype=np.float32)
@@ -219,8 +234,8 @@ class VecEnv:
         self.close()
 
 
-def _rebuild(scene, kwargs):
-    return VecEnv(scene, **kwargs)
+def _rebuild(cls, scene, kwargs):
+    return cls(scene, **kwargs)
 
 
 def _settings(sets, world_sets, num_envs):

@@ -19,8 +19,9 @@ use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
 struct Worlds {
     inner: Option<VecWorlds>,
     robot_names: Vec<String>,
-    obs_size: usize,
-    observations: Py<PyArray3<f32>>,
+    groups: Vec<String>,
+    obs_sizes: Vec<usize>,
+    observations: Py<PyArray2<f32>>,
     rewards: Py<PyArray2<f32>>,
     terminated: Py<PyArray2<bool>>,
     truncated: Py<PyArray2<bool>>,
@@ -28,7 +29,7 @@ struct Worlds {
 }
 
 /// Observations, rewards, terminated, truncated, counts.
-type Buffers = (Py<PyArray3<f32>>, Py<PyArray2<f32>>, Py<PyArray2<bool>>, Py<PyArray2<bool>>, Py<PyArray3<f32>>);
+type Buffers = (Py<PyArray2<f32>>, Py<PyArray2<f32>>, Py<PyArray2<bool>>, Py<PyArray2<bool>>, Py<PyArray3<f32>>);
 
 /// Worlds reset between two looks at Ctrl-C.
 const RESET_CHUNK: usize = 64;
@@ -44,7 +45,7 @@ impl Worlds {
     /// overrides as `crsim run --set` takes them, one list for every world or a list per world;
     /// `until`: `pens-boxed`, `explored` or None; `weights`: reward weights by count name.
     #[new]
-    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, weights))]
+    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, weights, message_size=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -56,7 +57,11 @@ impl Worlds {
         max_steps: u64,
         until: Option<String>,
         weights: Vec<(String, f32)>,
+        message_size: usize,
     ) -> PyResult<Self> {
+        if message_size > 64 {
+            return Err(value_error(format!("message_size: {message_size} values is more than 64")));
+        }
         let until = match until.as_deref() {
             None => None,
             Some("pens-boxed") => Some(Until::PensBoxed),
@@ -71,18 +76,9 @@ impl Worlds {
                 seeds.len()
             )));
         }
-        let specs = py
-            .detach(|| world_specs(&scene, &programs, &sets, seeds.len(), max_steps, until, rewards))
-            .map_err(value_error)?;
-        let sizes = specs[0].observation_sizes();
-        let robot_names = specs[0].robots();
-        if sizes.windows(2).any(|w| w[0] != w[1]) {
-            let list: Vec<String> = robot_names.iter().zip(&sizes).map(|(n, s)| format!("{n}: {s}")).collect();
-            return Err(value_error(format!(
-                "the driven robots observe different numbers of values ({}); give them the same sensors",
-                list.join(", ")
-            )));
-        }
+        let each = WorldSettings { max_steps, until, rewards, message_size };
+        let specs = py.detach(|| world_specs(&scene, &programs, &sets, seeds.len(), each)).map_err(value_error)?;
+        let (obs_sizes, robot_names, groups) = (specs[0].observation_sizes(), specs[0].robots(), specs[0].groups());
         let interrupt = Mutex::new(None);
         let stop = || {
             let err = Python::attach(|py| py.check_signals().err())?;
@@ -96,14 +92,22 @@ impl Worlds {
         }
         let inner = built.map_err(value_error)?;
         let (e, r) = (inner.num_worlds(), inner.robots());
-        let obs_size = inner.observation_len() / r;
-        let observations = PyArray3::<f32>::zeros(py, [e, r, obs_size], false).unbind();
+        let observations = PyArray2::<f32>::zeros(py, [e, inner.observation_len()], false).unbind();
         let rewards = PyArray2::<f32>::zeros(py, [e, r], false).unbind();
         let terminated = PyArray2::<bool>::zeros(py, [e, r], false).unbind();
         let truncated = PyArray2::<bool>::zeros(py, [e, r], false).unbind();
         let counts = PyArray3::<f32>::zeros(py, [e, r, Counts::NAMES.len()], false).unbind();
-        let worlds =
-            Worlds { inner: Some(inner), robot_names, obs_size, observations, rewards, terminated, truncated, counts };
+        let worlds = Worlds {
+            inner: Some(inner),
+            robot_names,
+            groups,
+            obs_sizes,
+            observations,
+            rewards,
+            terminated,
+            truncated,
+            counts,
+        };
         worlds.publish(py)?;
         Ok(worlds)
     }
@@ -118,17 +122,27 @@ impl Worlds {
         self.robot_names.clone()
     }
 
+    /// Each driven robot's group (robots of a group observe the same layout), in `robots`' order:
+    /// the robots come group by group.
     #[getter]
-    fn observation_size(&self) -> usize {
-        self.obs_size
+    fn groups(&self) -> Vec<String> {
+        self.groups.clone()
     }
 
+    /// Values of each driven robot's observation, in `robots`' order.
     #[getter]
-    fn action_size(&self) -> usize {
-        ACTION_SIZE
+    fn observation_sizes(&self) -> Vec<usize> {
+        self.obs_sizes.clone()
     }
 
-    /// The arrays every call overwrites: observations (E, R, D) float32, rewards (E, R)
+    /// Values of each robot's action: drive and gripper, then its message vector's.
+    #[getter]
+    fn action_size(&self) -> PyResult<usize> {
+        Ok(self.worlds()?.spec().action_size())
+    }
+
+    /// The arrays every call overwrites: observations (E, every robot's values one after the
+    /// other) float32, rewards (E, R)
     /// float32, terminated and truncated (E, R) bool, counts (E, R, C) float32.
     fn buffers(&self, py: Python<'_>) -> Buffers {
         (
@@ -228,6 +242,15 @@ impl Worlds {
     }
 }
 
+/// What every world's spec has besides its scene.
+#[derive(Clone, Copy)]
+struct WorldSettings {
+    max_steps: u64,
+    until: Option<Until>,
+    rewards: RewardWeights,
+    message_size: usize,
+}
+
 /// Each world's spec: the scene file read with `programs` and its list of `sets` (the one list
 /// for every world, or world i's); an error names the world whose settings are wrong.
 fn world_specs(
@@ -235,15 +258,15 @@ fn world_specs(
     programs: &[String],
     sets: &[Vec<String>],
     worlds: usize,
-    max_steps: u64,
-    until: Option<Until>,
-    rewards: RewardWeights,
+    each: WorldSettings,
 ) -> Result<Vec<EnvSpec>, String> {
     let spec = |list: &[String]| -> Result<EnvSpec, String> {
         let sets = list.iter().map(|s| s.parse()).collect::<Result<Vec<_>, String>>()?;
         let overrides = SceneOverrides { programs: programs.to_vec(), sets };
         let (file, _) = load_scene_file_with(scene, &overrides).map_err(|e| e.to_string())?;
-        Ok(EnvSpec { scene: file, source: SceneSource::File(scene.to_path_buf()), max_steps, until, rewards })
+        let WorldSettings { max_steps, until, rewards, message_size } = each;
+        let source = SceneSource::File(scene.to_path_buf());
+        Ok(EnvSpec { scene: file, source, max_steps, until, rewards, message_size })
     };
     if let [one] = sets {
         return Ok(vec![spec(one)?; worlds]);

@@ -189,3 +189,49 @@ def test_the_ppo_example_runs(monkeypatch, capsys):
     assert ppo.main() == 0
     out = capsys.readouterr().out
     assert "random policy, held-out starts: mean return" in out and "trained policy" in out
+
+
+def test_robots_of_different_sensors_get_a_dict_of_arrays_per_group():
+    from crsim.groups import GroupedVecEnv
+
+    sets = ["robots[beta].range_sensor=Some((rays: 16))"]
+    with pytest.raises(ValueError, match=r"beta \(range16\): 44.*GroupedVecEnv"):
+        VecEnv(PENS, num_envs=2, programs="all", sets=sets)
+    env = GroupedVecEnv(PENS, num_envs=2, programs="all", sets=sets, max_steps=10)
+    assert env.groups == {"camera": ["alpha", "gamma"], "range16": ["beta"]}
+    assert env.robots == ["alpha", "gamma", "beta"]
+    obs, _ = env.reset(seed=1)
+    assert obs["camera"].shape == (2, 2, 28) and obs["range16"].shape == (2, 1, 44)
+    assert env.single_observation_space["range16"].shape == (1, 44)
+    assert (obs["range16"][..., 28:] < 1.0).any(), "beta's beams see the room"
+    start = {g: o[..., :2].copy() for g, o in obs.items()}
+    # Only the range16 group (beta) drives.
+    actions = {"camera": np.zeros((2, 2, 3), np.float32), "range16": np.full((2, 1, 3), 0.8, np.float32)}
+    for _ in range(20):
+        out = env.step(actions)
+    assert not np.allclose(out["range16"]["observation"][..., :2], start["range16"])
+    assert np.allclose(out["camera"]["observation"][..., :2], start["camera"], atol=1e-3)
+    assert out["camera"]["reward"].shape == (2, 2) and out["range16"]["truncated"].shape == (2, 1)
+    with pytest.raises(ValueError, match=r"group 'camera' of shape \(2, 3\)"):
+        env.step({"camera": np.zeros((2, 3)), "range16": actions["range16"]})
+    with pytest.raises(ValueError, match="a dict with the groups"):
+        env.step(np.zeros((2, 3, 3), np.float32))
+    copy = pickle.loads(pickle.dumps(env))
+    assert isinstance(copy, GroupedVecEnv) and copy.groups == env.groups
+    copy.close()
+    env.close()
+
+
+def test_message_vectors_go_through_crsims_radio():
+    env = VecEnv(PENS, num_envs=1, programs=TWO, message_size=2, sets=["comms.probability=1.0"])
+    assert env.action_size == 5 and env.observation_size == 30
+    env.reset(seed=1)
+    a = np.zeros((1, 2, 5), np.float32)
+    a[0, 0, 3:] = (0.5, -0.25)          # alpha says this; beta says (1, 1), clamped from 7
+    a[0, 1, 3:] = 7.0
+    for _ in range(2):
+        obs, *_ = env.step(a)
+    # gamma (crsim's own network robot) talks too, in claims: only vectors of 2 values count.
+    assert np.allclose(obs[0, 1, 28:], (0.5, -0.25)), obs[0, 1, 28:]
+    assert np.allclose(obs[0, 0, 28:], (1.0, 1.0)), obs[0, 0, 28:]
+    assert env.counts[0, :, COUNT_NAMES.index("heard")].min() >= 1

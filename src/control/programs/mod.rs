@@ -212,6 +212,26 @@ impl Registry<'_, '_> {
         ServerFrame::Registered { robots: done, errors }
     }
 
+    /// Program robots driven inside the process join the radio, in scene order, as a program
+    /// registering them with the default abilities would have them join.
+    fn join_in_process(&mut self) {
+        let comm = Comm::default();
+        let (broadcast, point_to_point) = comm.abilities();
+        let mut robots: Vec<_> =
+            self.robots.iter_mut().filter_map(|(_, r, n, p)| Some((r.index, n.to_string(), p?))).collect();
+        robots.sort_by_key(|(index, ..)| *index);
+        for (index, name, mut program) in robots {
+            let spec = &self.active.scene.robots[index as usize];
+            let _ = self.radio.0.unregister(&name);
+            let kind = CommType { broadcast, point_to_point };
+            match register_robot(&mut self.radio.0, &spec.comms, &name, kind) {
+                Ok(()) => restore_pairs(&mut self.radio.0, &self.active.scene, &name),
+                Err(e) => warn!("robot \"{name}\" cannot join the radio: {e}"),
+            }
+            program.comm = comm;
+        }
+    }
+
     /// A connection went away: its robots stop, leave the radio and are free to register again.
     fn drop_connection(&mut self, server: &mut ProgramServer, conn: u64) {
         let names: Vec<String> =
@@ -255,6 +275,7 @@ fn rejoin(
         settings.port = p;
     }
     let wanted: HashSet<String> = if in_process.is_some() {
+        registry.join_in_process();
         HashSet::new()
     } else {
         program_robots(&registry.active).map(str::to_string).collect()
