@@ -138,9 +138,7 @@ pub struct EnvSpec {
 }
 
 impl EnvSpec {
-    /// The robots the environment drives: the scene's program robots, group by group (robots
-    /// whose observations have the same layout, in the order each group first appears in the
-    /// scene), each group in scene order.
+    /// The driven robots' specs, in the order of [`EnvSpec::robots`].
     fn driven(&self) -> Vec<&RobotSpec> {
         let programs: Vec<&RobotSpec> =
             self.scene.robots.iter().filter(|r| matches!(r.controller, ControllerSpec::Program {})).collect();
@@ -157,17 +155,19 @@ impl EnvSpec {
         ordered
     }
 
-    /// The robots the environment drives, in the order of [`EnvSpec::driven`].
+    /// The robots the environment drives: the scene's program robots, group by group (robots
+    /// whose observations have the same layout, [`group_name`], in the order each group first
+    /// appears in the scene), each group in scene order.
     pub fn robots(&self) -> Vec<String> {
         self.driven().into_iter().map(|r| r.name.clone()).collect()
     }
 
-    /// Each driven robot's group ([`group_name`]), in the same order.
+    /// Each driven robot's group ([`group_name`]), in the order of [`EnvSpec::robots`].
     pub fn groups(&self) -> Vec<String> {
         self.driven().into_iter().map(group_name).collect()
     }
 
-    /// Values of each driven robot's observation, in the same order.
+    /// Values of each driven robot's observation, in the order of [`EnvSpec::robots`].
     pub fn observation_sizes(&self) -> Vec<usize> {
         let size =
             |r: &RobotSpec| observe::size(r.range_sensor.as_ref().map(RangeSensor::from).as_ref(), self.message_size);
