@@ -5,7 +5,7 @@ reward is a function of crsim's arrays (``reward_fn``): +1 for the first pen pic
 episode, and a potential-based term for closing in on the nearest pen the camera sees.
 
     pip install './clients/python[sb3]'
-    python3 clients/python/examples/ppo.py --timesteps 300000 --plot docs/img/ppo-reach.png
+    python3 clients/python/examples/ppo.py --timesteps 300000 --plot docs/ppo-reach.png
 
 prints the mean return of the last episodes as training goes, then the trained policy and a
 random one on starts it never trained from; ``--plot`` draws the learning curve.
