@@ -88,7 +88,6 @@ class VecEnv:
         self.reward_fn = reward_fn
         # What reward_fn compares with: the counts and observations before the step.
         self._before = None
-        self._ended = np.zeros(self.num_envs, dtype=bool)
 
     def _setup_observations(self, groups, sizes):
         """One (E, R, D) view of the flat observations: every robot observes D values."""
@@ -140,7 +139,6 @@ class VecEnv:
         when it is a list of E seeds, else each with its next seed); returns
         ``(observations, infos)``."""
         self._worlds.reset(self._seeds(seed))
-        self._ended[:] = False
         return self._out(self._obs, copy), {}
 
     def reset_at(self, mask, seed=None, copy=False):
@@ -149,24 +147,23 @@ class VecEnv:
         if mask.shape != (self.num_envs,):
             raise ValueError(f"mask of shape {mask.shape}; expected ({self.num_envs},)")
         self._worlds.reset_at(mask.tolist(), self._seeds(seed))
-        self._ended[mask] = False
         return self._out(self._obs, copy), {}
 
     def step(self, actions, copy=False):
         """Steps every world; returns ``(observations, rewards, terminated, truncated, infos)``."""
         a = self._check(actions)
         if self.reward_fn is not None:
-            self._before = (self._counts.copy(), self._obs.copy())
-        self._worlds.step(a.reshape(-1))
+            # A world whose robots were all done resets in this step (NEXT_STEP): no reward.
+            resetting = (self._terminated | self._truncated).all(axis=1)
+            self._before = (self._counts.copy(), self._obs.copy(), resetting)
+        self._worlds.step(a)
         if self.reward_fn is not None:
             self._call_reward_fn()
-        # A world whose robots are all done resets at the next step (NEXT_STEP).
-        self._ended = (self._terminated | self._truncated).all(axis=1)
         out = (self._obs, self._rewards, self._terminated, self._truncated)
         return (*(self._out(x, copy) for x in out), {})
 
     def _call_reward_fn(self):
-        counts_before, obs_before = self._before
+        counts_before, obs_before, resetting = self._before
         rewards = np.asarray(self.reward_fn(counts_before, self._counts, obs_before, self._obs), dtype=np.float32)
         shape = self._rewards.shape
         if rewards.shape != shape:
@@ -174,8 +171,7 @@ class VecEnv:
         if not np.isfinite(rewards).all():
             world, robot = (int(i) for i in np.argwhere(~np.isfinite(rewards))[0])
             raise ValueError(f"reward_fn gave robot {self.robots[robot]!r} in world {world} {rewards[world, robot]}")
-        # A world that reset in this step (its episode ended at the last) gets no reward.
-        rewards[self._ended] = 0.0
+        rewards[resetting] = 0.0
         self._rewards[...] = rewards
 
     @property
@@ -194,17 +190,17 @@ class VecEnv:
         return [int(seed) + i for i in range(self.num_envs)]
 
     def _check(self, actions):
-        a = np.asarray(actions)
+        """The actions as the native step takes them: float32, C-contiguous, of the batch's shape
+        (it checks that they are finite, naming the first world and robot that is not)."""
+        a = actions
+        if not (type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous):
+            a = np.asarray(actions)
+            if a.dtype.kind not in "fiu":
+                raise TypeError(f"actions of dtype {a.dtype}; expected float32")
+            a = np.ascontiguousarray(a, dtype=np.float32)
         if a.shape != self._action_shape:
             raise ValueError(f"actions of shape {a.shape}; expected {self._action_shape} "
                              f"(worlds, robots {self.robots}, {self.action_size} values)")
-        if a.dtype.kind not in "fiu":
-            raise TypeError(f"actions of dtype {a.dtype}; expected float32")
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        bad = ~np.isfinite(a)
-        if bad.any():
-            world, robot, value = (int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"action value {value} of robot {self.robots[robot]!r} in world {world} is {a[world, robot, value]}")
         return a
 
     @staticmethod

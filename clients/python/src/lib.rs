@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use numpy::{PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -185,10 +185,30 @@ impl Worlds {
         self.publish(py)
     }
 
-    /// One step of every world with `actions`, (E * R * 3) float32 values, contiguous and
-    /// finite (checked by the caller).
-    fn step(&mut self, py: Python<'_>, actions: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
-        let actions: Vec<f32> = actions.as_slice().map_err(value_error)?.to_vec();
+    /// One step of every world with `actions`, (E, R, A) float32, C-contiguous (the caller
+    /// converts other arrays); a value that is not finite is an error naming its world and robot.
+    fn step(&mut self, py: Python<'_>, actions: PyReadonlyArray3<'_, f32>) -> PyResult<()> {
+        let inner = self.worlds()?;
+        let expected = [inner.num_worlds(), inner.robots(), inner.spec().action_size()];
+        if actions.shape() != expected {
+            return Err(value_error(format!("actions of shape {:?}; expected {expected:?}", actions.shape())));
+        }
+        let values = actions.as_slice().map_err(value_error)?;
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            let (world, rest) = (i / (expected[1] * expected[2]), i % (expected[1] * expected[2]));
+            let (robot, value) = (rest / expected[2], rest % expected[2]);
+            let x = values[i];
+            let x = if x.is_nan() {
+                "nan".to_string()
+            } else if x > 0.0 {
+                "inf".to_string()
+            } else {
+                "-inf".to_string()
+            };
+            let name = &self.robot_names[robot];
+            return Err(value_error(format!("action value {value} of robot '{name}' in world {world} is {x}")));
+        }
+        let actions: Vec<f32> = values.to_vec();
         let inner = self.worlds_mut()?;
         py.detach(|| inner.step(&actions)).map_err(value_error)?;
         self.publish(py)
