@@ -235,3 +235,26 @@ def test_message_vectors_go_through_crsims_radio():
     assert np.allclose(obs[0, 1, 28:], (0.5, -0.25)), obs[0, 1, 28:]
     assert np.allclose(obs[0, 0, 28:], (1.0, 1.0)), obs[0, 0, 28:]
     assert env.counts[0, :, COUNT_NAMES.index("heard")].min() >= 1
+
+
+def test_stepping_from_two_threads_at_once_raises_in_the_second():
+    env = VecEnv(PENS, num_envs=64, programs=["alpha"], max_steps=10**6)
+    a = np.full((64, 1, 3), 0.5, np.float32)
+    errors, done = [], threading.Event()
+
+    def busy():
+        for _ in range(100):
+            env.step(a)
+        done.set()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    while not done.is_set():
+        try:
+            env.step(a)
+        except RuntimeError as e:
+            errors.append(str(e))
+    worker.join()
+    assert errors and all("borrowed" in e for e in errors), errors[:3]
+    env.step(a)  # both threads done: it steps again
+    env.close()
