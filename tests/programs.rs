@@ -500,8 +500,15 @@ fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
     let (scene, _) = crsim::scene::load_scene_file_with(&scene_path("pens.ron"), &overrides).unwrap();
     let source = crsim::scene::SceneSource::File(scene_path("pens.ron"));
     let seed = scene.seed;
-    let spec =
-        EnvSpec { scene, source, max_steps: u64::MAX, until: None, rewards: RewardWeights::default(), message_size: 0 };
+    let spec = EnvSpec {
+        scene,
+        source,
+        max_steps: u64::MAX,
+        until: None,
+        rewards: RewardWeights::default(),
+        message_size: 0,
+        parts: None,
+    };
     let mut world = EnvWorld::new(&spec, seed).unwrap();
     let mut outcome = [RobotOutcome::default()];
     for step in 0..steps {

@@ -59,6 +59,7 @@ pub fn run_env_bench(scene: SceneFile, worlds: usize, steps: u64, threads: usize
         until: None,
         rewards: RewardWeights::default(),
         message_size: 0,
+        parts: None,
     };
     let started = Instant::now();
     let seeds: Vec<u64> = (0..worlds as u64).collect();

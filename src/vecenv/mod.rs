@@ -315,6 +315,7 @@ mod tests {
             until: None,
             rewards: RewardWeights::default(),
             message_size: 0,
+            parts: None,
         }
     }
 
@@ -509,5 +510,30 @@ mod tests {
         assert!(heard >= 2.0, "a's count of messages heard: {heard}");
         let e = v.step(&[0.0; 6]).unwrap_err();
         assert_eq!(e, "6 action values for 1 worlds of 2 robots with 5 values each");
+    }
+
+    #[test]
+    fn an_environment_observes_the_parts_it_names_in_layout_order() {
+        let full = VecWorlds::new(spec(10), &[4], 1).unwrap();
+        let mut sp = spec(10);
+        sp.parts = Some(observe::Part::parse_list(["range", "pose", "camera"]).unwrap());
+        assert_eq!(sp.observation_sizes(), [4 + 16 + 5, 4 + 16]);
+        assert_eq!(sp.groups(), ["range5", "camera"]);
+        let v = VecWorlds::new(sp, &[4], 1).unwrap();
+        let (a, b) = (&full.observations[..33], &full.observations[33..]);
+        let want: Vec<f32> = [&a[0..4], &a[11..27], &a[28..33], &b[0..4], &b[11..27]].concat();
+        assert_eq!(v.observations, want);
+        // Without the range part, a and b observe one layout: one group.
+        let mut sp = spec(10);
+        sp.parts = Some(observe::Part::parse_list(["pose"]).unwrap());
+        assert_eq!(
+            (sp.observation_sizes(), sp.groups()),
+            (vec![4, 4], vec!["camera".to_string(), "camera".to_string()])
+        );
+        let e = observe::Part::parse_list(["pose", "lidar"]).unwrap_err();
+        assert_eq!(
+            e,
+            "observation part \"lidar\" is not one of pose, motion, battery, contact, gripper, camera, heard, range, message"
+        );
     }
 }

@@ -16,7 +16,8 @@
 //!
 //! then, for a robot with a range sensor of K beams, K values: each beam's distance over the
 //! sensor's range, in the order of its angles; then, in an environment with message vectors of
-//! M values, M values: the mean of the vectors delivered to it this step (zeros when none).
+//! M values, M values: the mean of the vectors delivered to it this step (zeros when none). An
+//! environment may observe some [`Part`]s only: they are taken from this layout, in its order.
 
 use bevy::prelude::*;
 
@@ -49,6 +50,96 @@ pub type ObservedItem<'a> = (
 /// Values of one robot's observation: [`BASE`], its range sensor's beams, `message` values.
 pub fn size(range: Option<&RangeSensor>, message: usize) -> usize {
     BASE + range.map_or(0, |s| s.rays as usize) + message
+}
+
+/// The parts of the layout, in its order; an environment observes some or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// Position and heading (4 values).
+    Pose,
+    /// Applied speeds (2).
+    Motion,
+    /// Battery level and charging (2).
+    Battery,
+    /// Touching something (1).
+    Contact,
+    /// Holding a pen, a pen in reach (2).
+    Gripper,
+    /// The nearest pen, box, station and robot the camera sees (16).
+    Camera,
+    /// Messages delivered this step (1).
+    Heard,
+    /// The range sensor's beams (K).
+    Range,
+    /// The mean message vector heard (M).
+    Message,
+}
+
+impl Part {
+    /// Every part, in layout order, by the names the Python environments take.
+    pub const ALL: [(&'static str, Part); 9] = [
+        ("pose", Part::Pose),
+        ("motion", Part::Motion),
+        ("battery", Part::Battery),
+        ("contact", Part::Contact),
+        ("gripper", Part::Gripper),
+        ("camera", Part::Camera),
+        ("heard", Part::Heard),
+        ("range", Part::Range),
+        ("message", Part::Message),
+    ];
+
+    /// The parts named, in layout order; an unknown name is an error listing the known ones.
+    pub fn parse_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec<Part>, String> {
+        let mut parts = Vec::new();
+        for name in names {
+            let Some(&(_, part)) = Self::ALL.iter().find(|(n, _)| *n == name) else {
+                let known: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                return Err(format!("observation part \"{name}\" is not one of {}", known.join(", ")));
+            };
+            parts.push(part);
+        }
+        parts.sort_unstable();
+        parts.dedup();
+        Ok(parts)
+    }
+
+    /// Where the part lies in the full layout of a robot with `beams` range beams and `message`
+    /// message values.
+    pub fn span(self, beams: usize, message: usize) -> std::ops::Range<usize> {
+        match self {
+            Part::Pose => 0..4,
+            Part::Motion => 4..6,
+            Part::Battery => 6..8,
+            Part::Contact => 8..9,
+            Part::Gripper => 9..11,
+            Part::Camera => 11..27,
+            Part::Heard => 27..28,
+            Part::Range => BASE..BASE + beams,
+            Part::Message => BASE + beams..BASE + beams + message,
+        }
+    }
+}
+
+/// Values of an observation of `parts` (all of them when `None`) for a robot with `beams` range
+/// beams and `message` message values.
+pub fn parts_size(parts: Option<&[Part]>, beams: usize, message: usize) -> usize {
+    match parts {
+        None => BASE + beams + message,
+        Some(parts) => parts.iter().map(|p| p.span(beams, message).len()).sum(),
+    }
+}
+
+/// Copies `parts` of a full observation `full` (of a robot with `beams` beams and `message`
+/// message values) into `out`, one after the other.
+pub fn select(full: &[f32], parts: &[Part], beams: usize, message: usize, out: &mut [f32]) {
+    let mut at = 0;
+    for part in parts {
+        let span = part.span(beams, message);
+        let n = span.len();
+        out[at..at + n].copy_from_slice(&full[span]);
+        at += n;
+    }
 }
 
 /// A message vector as it travels: `{"v": [values]}`, what the Python environments send.

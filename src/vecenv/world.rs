@@ -135,6 +135,8 @@ pub struct EnvSpec {
     /// Values of the message vector each driven robot broadcasts with its action and hears, as
     /// the mean of those delivered to it, in its observation (0: none).
     pub message_size: usize,
+    /// The parts of the layout each robot observes, in layout order (`None`: all of them).
+    pub parts: Option<Vec<observe::Part>>,
 }
 
 impl EnvSpec {
@@ -144,12 +146,12 @@ impl EnvSpec {
             self.scene.robots.iter().filter(|r| matches!(r.controller, ControllerSpec::Program {})).collect();
         let mut groups: Vec<String> = Vec::new();
         for r in &programs {
-            let g = group_name(r);
+            let g = self.group_of(r);
             if !groups.contains(&g) {
                 groups.push(g);
             }
         }
-        let rank = |r: &RobotSpec| groups.iter().position(|g| *g == group_name(r));
+        let rank = |r: &RobotSpec| groups.iter().position(|g| *g == self.group_of(r));
         let mut ordered = programs;
         ordered.sort_by_key(|r| rank(r));
         ordered
@@ -164,13 +166,18 @@ impl EnvSpec {
 
     /// Each driven robot's group ([`group_name`]), in the order of [`EnvSpec::robots`].
     pub fn groups(&self) -> Vec<String> {
-        self.driven().into_iter().map(group_name).collect()
+        self.driven().into_iter().map(|r| self.group_of(r)).collect()
+    }
+
+    /// A driven robot's group: by the range beams it observes.
+    fn group_of(&self, robot: &RobotSpec) -> String {
+        let observed = self.parts.as_ref().is_none_or(|p| p.contains(&observe::Part::Range));
+        group_name(if observed { beams(robot) } else { 0 })
     }
 
     /// Values of each driven robot's observation, in the order of [`EnvSpec::robots`].
     pub fn observation_sizes(&self) -> Vec<usize> {
-        let size =
-            |r: &RobotSpec| observe::size(r.range_sensor.as_ref().map(RangeSensor::from).as_ref(), self.message_size);
+        let size = |r: &RobotSpec| observe::parts_size(self.parts.as_deref(), beams(r), self.message_size);
         self.driven().into_iter().map(size).collect()
     }
 
@@ -180,12 +187,17 @@ impl EnvSpec {
     }
 }
 
-/// The group of a driven robot: robots of one group observe the same layout. `camera` for a
-/// robot without a range sensor, `range16` for one with 16 beams.
-pub fn group_name(robot: &RobotSpec) -> String {
-    match &robot.range_sensor {
-        None => "camera".to_string(),
-        Some(s) => format!("range{}", s.rays),
+/// A robot's range beams (0 without a range sensor).
+fn beams(robot: &RobotSpec) -> usize {
+    robot.range_sensor.as_ref().map_or(0, |s| RangeSensor::from(s).rays as usize)
+}
+
+/// The group of robots that observe `beams` range beams: robots of one group observe the same
+/// layout. `camera` for none (no range sensor, or the range part not observed), `range16` for 16.
+pub fn group_name(beams: usize) -> String {
+    match beams {
+        0 => "camera".to_string(),
+        k => format!("range{k}"),
     }
 }
 
@@ -215,6 +227,8 @@ pub struct EnvWorld {
     world: World,
     /// What observations read, kept: a query made anew scans every archetype.
     observed: Option<QueryState<ObservedItem<'static>>>,
+    /// A robot's whole observation, before the parts the environment observes are taken.
+    full: Vec<f32>,
     spec: EnvSpec,
     robots: Vec<Driven>,
     /// Steps of this episode.
@@ -233,7 +247,14 @@ impl EnvWorld {
         // Each world steps on the thread it is given: the environment spreads worlds over the
         // cores, not a world's robots.
         world.insert_resource(Passes::ONE);
-        let mut env = EnvWorld { world, observed: None, spec: spec.clone(), robots: Vec::new(), episode_steps: 0 };
+        let mut env = EnvWorld {
+            world,
+            observed: None,
+            full: Vec::new(),
+            spec: spec.clone(),
+            robots: Vec::new(),
+            episode_steps: 0,
+        };
         env.start_episode()?;
         Ok(env)
     }
@@ -333,11 +354,23 @@ impl EnvWorld {
     pub fn observe(&mut self, out: &mut [f32]) {
         let arena = *self.world.resource::<Arena>();
         let q = self.observed.get_or_insert_with(|| self.world.query::<ObservedItem>());
+        let message = self.spec.message_size;
         let mut at = 0;
         for r in &self.robots {
             let Ok(item) = q.get(&self.world, r.entity) else { continue };
-            let n = observe::size(item.9.map(|(s, _)| s), self.spec.message_size);
-            observe::observe(item, &arena, &mut out[at..at + n]);
+            let beams = item.9.map_or(0, |(s, _)| s.rays as usize);
+            let n = observe::size(item.9.map(|(s, _)| s), message);
+            match &self.spec.parts {
+                None => observe::observe(item, &arena, &mut out[at..at + n]),
+                Some(parts) => {
+                    self.full.resize(n, 0.0);
+                    observe::observe(item, &arena, &mut self.full);
+                    let m = observe::parts_size(Some(parts), beams, message);
+                    observe::select(&self.full, parts, beams, message, &mut out[at..at + m]);
+                    at += m;
+                    continue;
+                }
+            }
             at += n;
         }
     }

@@ -14,6 +14,11 @@ close, below -0.5 open), then, with ``message_size`` M > 0, M values broadcast o
 The arrays ``reset`` and ``step`` return are allocated once and overwritten by the next call
 (``copy=True`` gives copies).
 
+``observation`` names the parts each robot observes (``OBSERVATION_PARTS``: pose, motion,
+battery, contact, gripper, camera, heard, range, message), kept in the layout's order; all of
+them by default. The range sensor's beams come from the scene (``sets`` can change them:
+``"robots[*].range_sensor=Some((rays: 8))"``).
+
 Rewards weigh crsim's own counts for each robot (``counts``, (E, R, C) in the order of
 ``COUNT_NAMES``: pens boxed, pens picked up, cells visited, collisions, messages heard, battery
 level) by ``reward_weights`` (a dict by count name), or come from ``reward_fn(counts_before,
@@ -39,6 +44,7 @@ except ImportError as e:  # a source checkout without the built module
 
 ACTION_SIZE = _native.ACTION_SIZE
 COUNT_NAMES = tuple(_native.COUNT_NAMES)
+OBSERVATION_PARTS = tuple(_native.OBSERVATION_PARTS)
 
 try:  # Gymnasium's name for the mode, when it is installed
     from gymnasium.vector import AutoresetMode
@@ -55,11 +61,12 @@ class VecEnv:
     metadata = {"autoreset_mode": NEXT_STEP, "render_modes": []}
 
     def __init__(self, scene, num_envs=1, seed=None, seeds=None, threads=None, programs=None, max_steps=1000,
-                 until=None, reward_weights=None, reward_fn=None, sets=(), world_sets=None, message_size=0):
+                 until=None, reward_weights=None, reward_fn=None, sets=(), world_sets=None, message_size=0,
+                 observation=None):
         self._args = (scene, dict(num_envs=num_envs, seed=seed, seeds=seeds, threads=threads, programs=programs,
                                   max_steps=max_steps, until=until, reward_weights=reward_weights,
                                   reward_fn=reward_fn, sets=sets, world_sets=world_sets,
-                                  message_size=message_size))
+                                  message_size=message_size, observation=observation))
         num_envs = int(num_envs)
         if seeds is None:
             base = 0 if seed is None else int(seed)
@@ -76,7 +83,7 @@ class VecEnv:
         threads = (os.cpu_count() or 1) if threads is None else int(threads)
         self._worlds = _native.Worlds(os.fspath(scene), [int(s) for s in seeds], threads, list(programs),
                                       _settings(sets, world_sets, num_envs), int(max_steps), until, weights,
-                                      int(message_size))
+                                      int(message_size), None if observation is None else [str(p) for p in observation])
         self.num_envs = self._worlds.num_envs
         self.robots = self._worlds.robots
         self._flat_obs, self._rewards, self._terminated, self._truncated, self._counts = self._worlds.buffers()

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 
 use crsim::run::until::Until;
 use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
+use crsim::vecenv::observe::Part;
 use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
 
 /// E worlds of one scene, stepped together.
@@ -45,7 +46,7 @@ impl Worlds {
     /// overrides as `crsim run --set` takes them, one list for every world or a list per world;
     /// `until`: `pens-boxed`, `explored` or None; `weights`: reward weights by count name.
     #[new]
-    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, weights, message_size=0))]
+    #[pyo3(signature = (scene, seeds, threads, programs, sets, max_steps, until, weights, message_size=0, observation=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -58,7 +59,12 @@ impl Worlds {
         until: Option<String>,
         weights: Vec<(String, f32)>,
         message_size: usize,
+        observation: Option<Vec<String>>,
     ) -> PyResult<Self> {
+        let parts = observation
+            .map(|names| Part::parse_list(names.iter().map(String::as_str)))
+            .transpose()
+            .map_err(value_error)?;
         if message_size > 64 {
             return Err(value_error(format!("message_size: {message_size} values is more than 64")));
         }
@@ -76,7 +82,7 @@ impl Worlds {
                 seeds.len()
             )));
         }
-        let each = WorldSettings { max_steps, until, rewards, message_size };
+        let each = WorldSettings { max_steps, until, rewards, message_size, parts };
         let specs = py.detach(|| world_specs(&scene, &programs, &sets, seeds.len(), each)).map_err(value_error)?;
         let (obs_sizes, robot_names, groups) = (specs[0].observation_sizes(), specs[0].robots(), specs[0].groups());
         let interrupt = Mutex::new(None);
@@ -263,12 +269,13 @@ impl Worlds {
 }
 
 /// What every world's spec has besides its scene.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct WorldSettings {
     max_steps: u64,
     until: Option<Until>,
     rewards: RewardWeights,
     message_size: usize,
+    parts: Option<Vec<Part>>,
 }
 
 /// Each world's spec: the scene file read with `programs` and its list of `sets` (the one list
@@ -284,9 +291,9 @@ fn world_specs(
         let sets = list.iter().map(|s| s.parse()).collect::<Result<Vec<_>, String>>()?;
         let overrides = SceneOverrides { programs: programs.to_vec(), sets };
         let (file, _) = load_scene_file_with(scene, &overrides).map_err(|e| e.to_string())?;
-        let WorldSettings { max_steps, until, rewards, message_size } = each;
+        let WorldSettings { max_steps, until, rewards, message_size, parts } = each.clone();
         let source = SceneSource::File(scene.to_path_buf());
-        Ok(EnvSpec { scene: file, source, max_steps, until, rewards, message_size })
+        Ok(EnvSpec { scene: file, source, max_steps, until, rewards, message_size, parts })
     };
     if let [one] = sets {
         return Ok(vec![spec(one)?; worlds]);
@@ -312,5 +319,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ACTION_SIZE", ACTION_SIZE)?;
     m.add("OBSERVATION_BASE", crsim::vecenv::observe::BASE)?;
     m.add("COUNT_NAMES", Counts::NAMES.to_vec())?;
+    m.add("OBSERVATION_PARTS", Part::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>())?;
     Ok(())
 }

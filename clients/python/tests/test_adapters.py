@@ -258,3 +258,18 @@ def test_stepping_from_two_threads_at_once_raises_in_the_second():
     assert errors and all("borrowed" in e for e in errors), errors[:3]
     env.step(a)  # both threads done: it steps again
     env.close()
+
+
+def test_the_observation_is_the_parts_named_with_the_beams_the_settings_give():
+    from crsim.vector import OBSERVATION_PARTS
+
+    assert OBSERVATION_PARTS[0] == "pose" and OBSERVATION_PARTS[-1] == "message"
+    sets = ["robots[*].range_sensor=Some((rays: 8))"]
+    full = VecEnv(PENS, num_envs=2, programs=TWO, sets=sets)
+    env = VecEnv(PENS, num_envs=2, programs=TWO, sets=sets, observation=["range", "pose"])
+    assert env.observation_size == 4 + 8 and env.single_observation_space.shape == (2, 12)
+    obs, _ = env.reset(seed=1)
+    whole, _ = full.reset(seed=1)
+    assert np.array_equal(obs, np.concatenate([whole[..., :4], whole[..., 28:36]], axis=-1))
+    with pytest.raises(ValueError, match='observation part "lidar" is not one of pose, motion'):
+        VecEnv(PENS, programs=TWO, observation=["lidar"])
