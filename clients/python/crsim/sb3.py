@@ -35,13 +35,17 @@ class SB3VecEnv(_SB3VecEnv):
         self._actions = None
 
     def reset(self):
-        # seed(s) given since the last reset apply to it: world w takes its first robot's.
-        seeds = self._seeds[::self.robots]
-        seeds = None if any(s is None for s in seeds) else [int(s) for s in seeds]
-        obs, _ = self.env.reset(seed=seeds)
+        obs, _ = self.env.reset(seed=self._world_seeds())
         self._reset_seeds()
         self._reset_options()
         return obs.reshape(self.num_envs, -1).copy()
+
+    def _world_seeds(self):
+        """The seeds of the next reset: after ``seed(s)``, world w's is s + w (as ``crsim.VecEnv``
+        seeds its worlds); else None (each world its next seed)."""
+        if self._seeds[0] is None:
+            return None
+        return [int(self._seeds[0]) + w for w in range(self.worlds)]
 
     def step_async(self, actions):
         self._actions = np.asarray(actions, dtype=np.float32).reshape(self.worlds, self.robots, self.env.action_size)

@@ -65,7 +65,9 @@ def test_sb3s_vec_env_resets_in_the_step_an_episode_ends_and_ppo_learns_on_it():
     env = SB3VecEnv(PENS, num_envs=3, programs=TWO, max_steps=5)
     assert env.num_envs == 6 and env.observation_space.shape == (28,)
     env.seed(7)
+    assert env._world_seeds() == [7, 8, 9], "world w gets seed + w, as VecEnv(seed=7) gives it"
     obs = env.reset()
+    assert env._world_seeds() is None, "a seed serves one reset"
     assert obs.shape == (6, 28)
     assert env.hashes == VecEnv(PENS, num_envs=3, seed=7, programs=TWO).hashes
     for step in range(1, 6):
