@@ -536,4 +536,42 @@ mod tests {
             "observation part \"lidar\" is not one of pose, motion, battery, contact, gripper, camera, heard, range, message"
         );
     }
+
+    #[test]
+    fn the_task_ending_terminates_every_robots_episode() {
+        use crate::scene::schema::BoxSpec;
+        // a faces a pen and, beyond it, a box: driving on with the gripper closed carries the
+        // pen to the box's wall; opening drops it in: every pen is boxed.
+        let mut scene = SceneFile::empty("task", 3.0, 2.0);
+        let mut a = RobotSpec::new("a", 0.8, 1.0, 0.0);
+        a.controller = ControllerSpec::Program {};
+        scene.robots = vec![a];
+        scene.pens = vec![PenSpec { name: "p".into(), pos: (1.1, 1.0), radius: 0.03 }];
+        scene.boxes = vec![BoxSpec { name: "b".into(), center: (2.0, 1.0), size: (0.4, 0.4), angle: 0.0 }];
+        let mut sp = EnvSpec {
+            scene,
+            source: SceneSource::Generated,
+            max_steps: 1000,
+            until: Some(crate::run::until::Until::PensBoxed),
+            rewards: RewardWeights::default(),
+            message_size: 0,
+            parts: None,
+        };
+        sp.rewards.visited = 0.0;
+        sp.rewards.collisions = 0.0;
+        let mut v = VecWorlds::new(sp, &[1], 1).unwrap();
+        let mut total = 0.0;
+        for _ in 0..250 {
+            v.step(&[0.6, 0.0, 1.0]).unwrap();
+            total += v.rewards[0];
+            assert!(!v.terminated[0], "not done while the pen is carried");
+        }
+        assert_eq!(v.counts[1], 1.0, "a carries the pen");
+        v.step(&[0.0, 0.0, -1.0]).unwrap();
+        total += v.rewards[0];
+        assert!(v.terminated[0] && !v.truncated[0], "the pen is boxed: the task is done");
+        assert_eq!(total, 1.0, "one pen boxed");
+        v.step(&[0.0, 0.0, 0.0]).unwrap();
+        assert_eq!(v.episode_steps(), vec![0], "the next step reset the world");
+    }
 }
