@@ -175,7 +175,6 @@ impl VecWorlds {
                 self.truncated[i * robots..(i + 1) * robots].fill(false);
             }
         }
-        self.observe_all();
         Ok(())
     }
 
@@ -218,7 +217,6 @@ impl VecWorlds {
             // A world's episode ends when every robot's has (all terminated, or truncated).
             self.ended[i] = o.iter().all(|x| x.terminated || x.truncated);
         }
-        self.observe_all();
         Ok(())
     }
 
@@ -232,7 +230,8 @@ impl VecWorlds {
         self.worlds.iter().map(|w| w.episode_steps).collect()
     }
 
-    /// Writes every world's observations and counts into the arrays.
+    /// Writes every world's observations and counts into the arrays (a step or reset does it on
+    /// the worlds' threads).
     fn observe_all(&mut self) {
         let per_world = self.robots * Counts::NAMES.len();
         let chunks = self.observations.chunks_mut(self.obs_len).zip(self.counts.chunks_mut(per_world));
@@ -243,24 +242,32 @@ impl VecWorlds {
     }
 
     /// Runs `f` on every world (with its index, next seed and outcomes) on up to `threads`
-    /// threads, a contiguous share of the worlds each; the results in world order.
+    /// threads, a contiguous share of the worlds each, then writes the world's observations and
+    /// counts into the arrays on the same thread; `f`'s results in world order.
     fn for_each_world<R: Send + 'static>(
         &mut self,
         f: impl Fn(&mut EnvWorld, usize, u64, &mut [RobotOutcome]) -> R + Sync,
     ) -> Vec<R> {
         let e = self.worlds.len();
         let share = e.div_ceil(self.threads.min(e));
-        let robots = self.robots;
+        let (robots, obs_len) = (self.robots, self.obs_len);
+        let per_counts = robots * Counts::NAMES.len();
         let seeds = &self.seeds;
-        let work = self.worlds.chunks_mut(share).zip(self.outcomes.chunks_mut(share * robots)).enumerate();
-        let run = |(c, (worlds, outcomes)): (usize, (&mut [EnvWorld], &mut [RobotOutcome]))| {
-            worlds
-                .iter_mut()
-                .zip(outcomes.chunks_mut(robots))
-                .enumerate()
-                .map(|(k, (w, o))| {
+        let work = (self.worlds.chunks_mut(share))
+            .zip(self.outcomes.chunks_mut(share * robots))
+            .zip(self.observations.chunks_mut(share * obs_len))
+            .zip(self.counts.chunks_mut(share * per_counts))
+            .enumerate();
+        let run = |(c, (((worlds, outcomes), obs), counts)): (usize, Share<'_>)| {
+            let each = (worlds.iter_mut().zip(outcomes.chunks_mut(robots)))
+                .zip(obs.chunks_mut(obs_len).zip(counts.chunks_mut(per_counts)));
+            each.enumerate()
+                .map(|(k, ((w, o), (obs, counts)))| {
                     let i = c * share + k;
-                    f(w, i, seeds[i], o)
+                    let result = f(w, i, seeds[i], o);
+                    w.observe(obs);
+                    w.write_counts(counts);
+                    result
                 })
                 .collect::<Vec<R>>()
         };
@@ -274,6 +281,10 @@ impl VecWorlds {
         })
     }
 }
+
+/// One thread's share of the worlds and of the arrays they write: worlds, outcomes, observations,
+/// counts.
+type Share<'a> = (((&'a mut [EnvWorld], &'a mut [RobotOutcome]), &'a mut [f32]), &'a mut [f32]);
 
 /// Checks that every world of `specs` drives the robots of the first, with the same observation
 /// sizes; the error names the first world that does not.

@@ -113,11 +113,7 @@ impl RewardWeights {
     /// The reward for going from `before` to `now`.
     pub fn reward(&self, before: &Counts, now: &Counts) -> f32 {
         let (b, n) = (before.values(), now.values());
-        self.values()
-            .iter()
-            .zip(n.iter().zip(b.iter()))
-            .map(|(w, (n, b))| if *w == 0.0 { 0.0 } else { w * (n - b) })
-            .sum()
+        self.values().iter().zip(n.iter().zip(b.iter())).map(|(w, (n, b))| w * (n - b)).sum()
     }
 }
 
@@ -360,18 +356,20 @@ impl EnvWorld {
             let Ok(item) = q.get(&self.world, r.entity) else { continue };
             let beams = item.9.map_or(0, |(s, _)| s.rays as usize);
             let n = observe::size(item.9.map(|(s, _)| s), message);
-            match &self.spec.parts {
-                None => observe::observe(item, &arena, &mut out[at..at + n]),
+            at += match &self.spec.parts {
+                None => {
+                    observe::observe(item, &arena, &mut out[at..at + n]);
+                    n
+                }
                 Some(parts) => {
+                    // The whole observation, then the parts named.
                     self.full.resize(n, 0.0);
                     observe::observe(item, &arena, &mut self.full);
                     let m = observe::parts_size(Some(parts), beams, message);
                     observe::select(&self.full, parts, beams, message, &mut out[at..at + m]);
-                    at += m;
-                    continue;
+                    m
                 }
-            }
-            at += n;
+            };
         }
     }
 
