@@ -26,9 +26,10 @@ counts, observations_before, observations)``, a function of arrays that returns 
 
 Per-world settings (domain randomisation): ``sets`` are ``crsim run --set`` overrides for every
 world; ``world_sets`` adds world i's own, as a list of E lists or a function of i, e.g.
-``world_sets=lambda i: [f"radio.loss={i / 100}"]``. Episodes end per robot (terminated: empty battery or ``until``'s
-task done; truncated: ``max_steps``), and a world whose robots are all done resets itself at the
-next step, as Gymnasium 1.x's ``AutoresetMode.NEXT_STEP`` describes: that step returns the new
+``world_sets=lambda i: [f"comms.probability={1 - i / 100}"]``.
+
+Episodes end per robot (terminated: empty battery or ``until``'s task done; truncated:
+``max_steps``), and a world whose robots are all done resets itself at the next step, as Gymnasium 1.x's ``AutoresetMode.NEXT_STEP`` describes: that step returns the new
 episode's first observation with zero rewards.
 """
 
