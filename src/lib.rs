@@ -26,6 +26,7 @@ pub mod record;
 #[cfg(feature = "app")]
 pub mod render;
 pub mod robot;
+pub mod ros2;
 pub mod run;
 pub mod scene;
 pub mod sim;

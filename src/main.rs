@@ -143,6 +143,14 @@ enum Command {
         /// all disconnected ends there, saying so, so nothing keeps it running unseen).
         #[arg(long)]
         keep_serving: bool,
+        /// Serve ROS 2 (no ROS install needed): every robot's topics under /<robot>/, /tf and
+        /// /clock; the program robots take `cmd_vel`. The scene's `ros2` section sets the rest.
+        #[arg(long)]
+        ros2: bool,
+        /// The DDS domain the ROS 2 bridge serves, over the scene's `ros2.domain_id` and ROS_DOMAIN_ID
+        /// (0..=232).
+        #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(0..=232))]
+        ros2_domain: Option<u16>,
     },
     /// Replay a recording in the app with a timeline; --frames renders it to PNG frames instead.
     Replay {
@@ -279,14 +287,21 @@ enum Command {
         /// Threads for the per-robot passes (default: one per core above 256 robots, else one).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         threads: Option<u16>,
+        /// Also serve every robot over ROS 2 on this DDS domain, odom, /tf and (with --range) scan
+        /// every step, to measure what the bridge costs.
+        #[arg(long, value_name = "DOMAIN", value_parser = clap::value_parser!(u16).range(0..=232))]
+        ros2: Option<u16>,
     },
 }
 
 /// Headless commands print warnings (ports that cannot be served, refused connections) to
-/// stderr; `RUST_LOG` chooses another level. The app logs through Bevy's own log plugin.
+/// stderr; `RUST_LOG` chooses another level. The app logs through Bevy's own log plugin. The DDS
+/// stack's own warnings (a peer's IPv6 locator this IPv4 participant cannot reach, on every
+/// send) stay out unless `RUST_LOG` asks for them; the bridge counts and reports what matters.
 fn log_to_stderr() {
     use bevy::log::tracing_subscriber::{EnvFilter, fmt};
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("warn,rustdds=error,ros2_client=error,mio_extras=error"));
     let _ = fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
 }
 
@@ -335,8 +350,15 @@ fn main() -> ExitCode {
             serve_viewer,
             threads,
             keep_serving,
+            ros2,
+            ros2_domain,
         }) => {
             let Outside { protocol, program_port, overrides } = outside.into();
+            let request = crsim::ros2::Ros2Request { enabled: ros2, domain_id: ros2_domain, settings: None };
+            let ros = move |app: &mut bevy::prelude::App| {
+                app.insert_resource(request.clone());
+                crsim::ros2::plugin(app);
+            };
             crsim::run::runner::run(crsim::run::runner::RunRequest {
                 scene: &scene,
                 steps,
@@ -353,6 +375,7 @@ fn main() -> ExitCode {
                 serve_viewer,
                 threads,
                 keep_serving,
+                setup: Some(&ros),
             })
         }
         Some(Command::Replay { recording, frames, every, step }) => replay_command(&recording, frames, every, step),
@@ -369,9 +392,9 @@ fn main() -> ExitCode {
             let threads = threads.map_or_else(crsim::sim::cores, usize::from);
             envbench(worlds as usize, robots as usize, steps, threads)
         }
-        Some(Command::Bench { robots, steps, seed, comms, network, kinematic, range, record, threads }) => {
+        Some(Command::Bench { robots, steps, seed, comms, network, kinematic, range, record, threads, ros2 }) => {
             crsim::sim::set_threads(threads.map_or_else(|| crsim::sim::default_threads(robots), usize::from));
-            bench(robots, steps, seed, BenchOptions { comms, network, kinematic, range }, record.as_deref())
+            bench(robots, steps, seed, BenchOptions { comms, network, kinematic, range }, record.as_deref(), ros2)
         }
     }
 }
@@ -833,7 +856,14 @@ fn collect_command(dir: &Path, plot: Option<(String, String)>, out: Option<PathB
 /// The most robots `crsim bench` builds an arena for.
 const MAX_BENCH_ROBOTS: usize = 1_000_000;
 
-fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Option<&Path>) -> ExitCode {
+fn bench(
+    robots: usize,
+    steps: u64,
+    seed: u64,
+    options: BenchOptions,
+    record: Option<&Path>,
+    ros2: Option<u16>,
+) -> ExitCode {
     if robots == 0 || steps == 0 {
         eprintln!("--robots and --steps must be at least 1");
         return ExitCode::from(2);
@@ -849,6 +879,13 @@ fn bench(robots: usize, steps: u64, seed: u64, options: BenchOptions, record: Op
     let bar = crsim::run::runner::progress_bar(steps);
     let mut failed = None;
     let setup = |app: &mut App, scene: &SceneFile| {
+        if let Some(domain) = ros2 {
+            // Every step's state on every topic: odom, /tf and scan at every step.
+            let settings = crsim::scene::schema::Ros2Spec { rate: 0.0, scan_rate: 0.0, ..Default::default() };
+            if let Err(e) = crsim::ros2::serve(app, &settings, domain) {
+                failed = Some(format!("--ros2: {e}"));
+            }
+        }
         let Some(file) = record else { return };
         let meta = crsim::record::run_meta(
             scene,

@@ -165,6 +165,8 @@ impl Plugin for AppPlugin {
         .insert_resource(crate::control::programs::ProgramPortOverride(self.program_port))
         .insert_resource(self.overrides.clone());
         app.world_mut().resource_mut::<PendingScene>().request(self.scene.clone(), self.source.clone());
+        // Serves ROS 2 when the scene's `ros2.enabled` says so.
+        crate::ros2::plugin(app);
         crate::run::hot_reload::plugin(app);
         crate::render::plugin(app);
         crate::record::replay::plugin(app);

@@ -54,7 +54,15 @@ pub struct RunRequest<'a> {
     pub serve_viewer: Option<u16>,
     pub threads: Option<u16>,
     pub keep_serving: bool,
+    /// More ways in, from the floors above `run/` (the ROS 2 bridge): called on the app before
+    /// its scene loads.
+    pub setup: Option<&'a dyn Fn(&mut App)>,
 }
+
+/// Why a way in added through [`RunRequest::setup`] cannot serve the loaded scene: a run stops
+/// before step 0 on any, as on a port it cannot open.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct OpeningErrors(pub Vec<String>);
 
 /// Runs the request to its end; the process's exit code. Errors are printed to stderr, naming
 /// what is wrong.
@@ -130,7 +138,11 @@ fn app_with_servers(scene: SceneFile, r: &RunRequest) -> Result<App, String> {
     let address = scene.botlink.address.clone();
     let (overrides, until, realtime, port) = (r.overrides.clone(), r.until, r.realtime, r.program_port);
     let mut app = headless_app_with(scene, SceneSource::File(r.scene.to_path_buf()), |app| {
-        app.insert_resource(ProgramPortOverride(port))
+        if let Some(setup) = r.setup {
+            setup(app);
+        }
+        app.init_resource::<OpeningErrors>()
+            .insert_resource(ProgramPortOverride(port))
             // As fast as it goes, robots driven over UDP wait for their controllers each step.
             .insert_resource(UdpLockstep(!realtime))
             .insert_resource(overrides)
@@ -174,6 +186,7 @@ pub fn port_problems(app: &mut App) -> Vec<String> {
     problems.extend(world.query::<&BotSocket>().iter(world).filter_map(|s| s.error.clone()));
     problems.extend(world.resource::<CentralSocket>().error.clone());
     problems.extend(world.resource::<ProgramServer>().error.clone());
+    problems.extend(world.get_resource::<OpeningErrors>().map_or_else(Vec::new, |e| e.0.clone()));
     problems
 }
 
@@ -428,6 +441,7 @@ mod tests {
             serve_viewer: None,
             threads: None,
             keep_serving: false,
+            setup: None,
         };
         let scene = scene_as_asked(&r).unwrap();
         assert_eq!((scene.seed, scene.comms.link), (42, false));

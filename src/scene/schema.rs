@@ -61,6 +61,10 @@ pub struct SceneFile {
     /// The server for robot programs outside crsim (robots of controller kind `Program`).
     #[serde(default)]
     pub programs: ProgramsSpec,
+    /// The ROS 2 bridge: every robot's topics under its own namespace, simulated time on
+    /// `/clock` (`crsim run --ros2` turns it on too).
+    #[serde(default)]
+    pub ros2: Ros2Spec,
     /// The basic network structure for `Network` robots: a RON file, relative to the scene
     /// file. The structure shipped in `assets/network.ron` when absent.
     #[serde(default)]
@@ -167,6 +171,100 @@ pub enum LatePolicy {
     Stop,
     /// The program is disconnected and its robots stop.
     Drop,
+}
+
+/// The ROS 2 bridge (DDS-RTPS, no ROS install needed): per robot `/<prefix>/<robot>/cmd_vel` in,
+/// `odom`, `scan`, `battery`, `bump` and `gripper` out, `/tf` and `/clock`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ros2Spec {
+    /// Serve ROS 2 whenever the scene runs (`crsim run --ros2` turns it on for one run).
+    #[serde(default)]
+    pub enabled: bool,
+    /// The DDS domain, 0..=232; absent: the `ROS_DOMAIN_ID` environment variable, else 0, as
+    /// every ROS 2 node chooses.
+    #[serde(default)]
+    pub domain_id: Option<u16>,
+    /// A namespace above every robot's: `sim` gives `/sim/<robot>/odom`; empty gives
+    /// `/<robot>/odom`. Slash-separated ROS name tokens (letters, digits, `_`).
+    #[serde(default)]
+    pub prefix: String,
+    /// The robots that get topics, by name; empty: every robot.
+    #[serde(default)]
+    pub robots: Vec<String>,
+    /// Simulated hertz of `odom` and `/tf`; 0 publishes every step (`bump` and `gripper` go out
+    /// when they change).
+    #[serde(default = "default_ros2_rate")]
+    pub rate: f32,
+    /// Simulated hertz of `scan` (at most the range sensor's own rate); 0: every scan.
+    #[serde(default = "default_ros2_scan_rate")]
+    pub scan_rate: f32,
+    /// Simulated hertz of `battery`; 0 publishes every step.
+    #[serde(default = "default_ros2_battery_rate")]
+    pub battery_rate: f32,
+    /// Lock-step: each step takes exactly one `cmd_vel` per driven robot, waiting for it up to
+    /// `programs.step_timeout` (the first up to `programs.wait_for_robots`), and `programs.late`
+    /// says what a late robot does — so a run is deterministic, its hash that of the same commands
+    /// sent by a program over TCP. Off: commands apply as they come, the newest each step.
+    #[serde(default)]
+    pub lockstep: bool,
+}
+
+impl Default for Ros2Spec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            domain_id: None,
+            prefix: String::new(),
+            robots: Vec::new(),
+            rate: default_ros2_rate(),
+            scan_rate: default_ros2_scan_rate(),
+            battery_rate: default_ros2_battery_rate(),
+            lockstep: false,
+        }
+    }
+}
+
+impl Ros2Spec {
+    /// The highest DDS domain id: RTPS's port arithmetic leaves no ports above it.
+    pub const MAX_DOMAIN_ID: u16 = 232;
+
+    /// The ROS namespace of robot `name`: `/<prefix>/<token>`, the name made a ROS name token
+    /// ([`ros_token`]).
+    pub fn namespace_of(&self, name: &str) -> String {
+        let prefix = self.prefix.trim_matches('/');
+        if prefix.is_empty() { format!("/{}", ros_token(name)) } else { format!("/{prefix}/{}", ros_token(name)) }
+    }
+
+    /// Whether robot `name` gets topics.
+    pub fn bridges(&self, name: &str) -> bool {
+        self.robots.is_empty() || self.robots.iter().any(|r| r == name)
+    }
+}
+
+/// A robot's name as a ROS name token: letters, digits and single underscores, not starting
+/// with a digit. Other characters become `_` (`robot-1` → `robot_1`), runs of `_` one, and a
+/// leading digit gets `r` before it (`7` → `r7`).
+pub fn ros_token(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '_' };
+        if !(c == '_' && out.ends_with('_')) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'r');
+    }
+    out
+}
+
+/// Whether `s` is a ROS name token: letters, digits and `_`, no `__`, not starting with a digit.
+pub fn is_ros_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && !s.contains("__")
 }
 
 /// The server robot programs connect to (seeds 003 and 000): TCP, newline-delimited JSON.
@@ -712,6 +810,7 @@ impl SceneFile {
             comms: CommsSpec::default(),
             botlink: BotlinkSpec::default(),
             programs: ProgramsSpec::default(),
+            ros2: Ros2Spec::default(),
             network: None,
             network_structure: None,
         }
@@ -798,6 +897,15 @@ fn default_wander_speed() -> f32 {
 }
 fn default_inbox_capacity() -> usize {
     64
+}
+fn default_ros2_rate() -> f32 {
+    50.0
+}
+fn default_ros2_scan_rate() -> f32 {
+    10.0
+}
+fn default_ros2_battery_rate() -> f32 {
+    1.0
 }
 fn default_address() -> String {
     "127.0.0.1".to_string()

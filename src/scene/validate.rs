@@ -32,6 +32,7 @@ pub fn validate(scene: &SceneFile) -> Vec<SceneError> {
         check_radio(scene, &mut err);
         check_botlink(scene, &mut err);
         check_programs(scene, &mut err);
+        check_ros2(scene, &mut err);
         // Placement and overlap checks need sane numbers; skip them while sizes are wrong.
         if sizes.is_empty() {
             check_placement(scene, &mut err);
@@ -446,6 +447,46 @@ fn check_botlink(scene: &SceneFile, err: &mut Report) {
                     tcp.insert(port, me);
                 }
             }
+        }
+    }
+}
+
+fn check_ros2(scene: &SceneFile, err: &mut Report) {
+    let r = &scene.ros2;
+    let mut e = |m: String| err("ros2".into(), m);
+    if let Some(d) = r.domain_id
+        && d > Ros2Spec::MAX_DOMAIN_ID
+    {
+        e(format!("domain_id must be 0..={}, got {d}", Ros2Spec::MAX_DOMAIN_ID));
+    }
+    let prefix = r.prefix.trim_matches('/');
+    if !prefix.is_empty() && !prefix.split('/').all(is_ros_token) {
+        e(format!(
+            "prefix \"{}\" is not a ROS namespace: tokens of letters, digits and single underscores, \
+             not starting with a digit, separated by /",
+            r.prefix
+        ));
+    }
+    for (what, hz) in [("rate", r.rate), ("scan_rate", r.scan_rate), ("battery_rate", r.battery_rate)] {
+        if !(hz.is_finite() && (0.0..=1e6).contains(&hz)) {
+            e(format!("{what} must be 0..1000000 Hz (0: every step), got {hz}"));
+        }
+    }
+    for name in &r.robots {
+        if !scene.robots.iter().any(|s| &s.name == name) {
+            e(format!("robots names \"{name}\", which is not a robot of the scene"));
+        }
+    }
+    // Two robots whose names make the same ROS token would share their topics.
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    for s in scene.robots.iter().filter(|s| r.bridges(&s.name)) {
+        if let Some(other) = seen.insert(r.namespace_of(&s.name), &s.name) {
+            e(format!(
+                "robots \"{other}\" and \"{}\" would share the namespace {} (ROS names allow letters, digits \
+                 and _ only); rename one",
+                s.name,
+                r.namespace_of(&s.name)
+            ));
         }
     }
 }

@@ -139,6 +139,11 @@ impl ProgramServer {
     }
 }
 
+/// The program server's exchange of a step (think stage), for ways in that also give program
+/// robots their actions to order themselves after.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProgramExchange;
+
 /// The program port asked for on the command line, over the scene's.
 #[derive(Resource, Debug, Default, Clone, Copy)]
 pub struct ProgramPortOverride(pub Option<u16>);
@@ -150,7 +155,7 @@ pub(super) fn plugin(app: &mut App) {
             PreUpdate,
             (rejoin.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::Rejoin), serve.in_set(LoadSystems::Serve)),
         )
-        .add_systems(FixedUpdate, exchange.in_set(ThinkSystems::Receive));
+        .add_systems(FixedUpdate, exchange.in_set(ThinkSystems::Receive).in_set(ProgramExchange));
     add_report_section(app, report_section);
 }
 

@@ -1,0 +1,619 @@
+//! The DDS side of the bridge: the participant, the node, each robot's publishers and
+//! subscription, and the two systems of a step — commands in (think stage), the robots' state out
+//! (record stage, after physics).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::time::{Duration, Instant};
+
+use bevy::prelude::*;
+use ros2_client::qos::{Durability, History, QosProfile, Reliability, WhenFull};
+use ros2_client::{
+    Context, ContextOptions, MessageTypeName, Name as RosName, Node, NodeName, NodeOptions, Publisher, Subscription,
+};
+use serde::Serialize;
+use serde_json::json;
+
+use super::msgs::{self, RobotState, Time};
+use crate::control::programs::protocol::RobotAction;
+use crate::control::programs::{InProcess, Program};
+use crate::robot::{AppliedDrive, Battery, BumpSensor, Gripper, RangeScan, RangeSensor, Robot, pose};
+use crate::scene::ActiveScene;
+use crate::scene::schema::{LatePolicy, Ros2Spec};
+use crate::sim::{RobotOrder, SimTime};
+
+/// The most `cmd_vel` samples read for one robot in one step: a flood beyond it waits in DDS's
+/// history (which keeps the newest) and never stalls the step.
+const MAX_COMMANDS_PER_STEP: usize = 64;
+
+/// What the bridge counted, for the run's metrics and the panel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Ros2Stats {
+    /// Samples written (every topic).
+    pub published: u64,
+    /// Samples DDS refused to write.
+    pub publish_errors: u64,
+    /// `cmd_vel` commands applied.
+    pub commands: u64,
+    /// `cmd_vel` samples that did not decode, or carried values that are not finite numbers.
+    pub malformed: u64,
+    /// `cmd_vel` samples superseded within a step by a newer one.
+    pub superseded: u64,
+    /// Lock-step: robot-steps whose command did not come in time.
+    pub late: u64,
+}
+
+/// One robot's side of the bridge on the simulation's thread: what it reads and remembers.
+struct RobotTopics {
+    entity: Entity,
+    namespace: String,
+    /// Its `odom` and `base_link` frame ids.
+    frames: (String, String),
+    /// Program robots only: the others are not driven from outside.
+    cmd_vel: Option<Subscription<msgs::Twist>>,
+    /// The step of the last scan passed on.
+    last_scan: Option<u64>,
+    /// Lock-step: a command came from this robot's node, and (late policy `Drop`) it is awaited.
+    heard: bool,
+    awaited: bool,
+    /// The bump and gripper states last published: they go out when they change.
+    last_bump: Option<bool>,
+    last_gripper: Option<bool>,
+}
+
+/// One robot's publishers, owned by the writer thread.
+struct RobotPublishers {
+    odom: Publisher<msgs::Odometry>,
+    scan: Option<Publisher<msgs::LaserScan>>,
+    battery: Publisher<msgs::BatteryState>,
+    bump: Publisher<msgs::Bool>,
+    gripper: Publisher<msgs::Bool>,
+}
+
+/// A sample for the writer thread: the robot's index in the bridge's list, and the message.
+enum Sample {
+    Odom(usize, Box<msgs::Odometry>),
+    Scan(usize, msgs::LaserScan),
+    Battery(usize, msgs::BatteryState),
+    Bump(usize, bool),
+    Gripper(usize, bool),
+    Tf(msgs::TfMessage),
+    Clock(msgs::Clock),
+}
+
+/// Every publisher, and what they wrote.
+struct Outbox {
+    robots: Vec<RobotPublishers>,
+    clock: Publisher<msgs::Clock>,
+    tf: Publisher<msgs::TfMessage>,
+}
+
+impl Outbox {
+    /// Writes one sample; whether DDS took it.
+    fn write(&self, sample: Sample) -> bool {
+        let robot = |i: usize| &self.robots[i];
+        match sample {
+            Sample::Odom(i, m) => robot(i).odom.publish(*m).is_ok(),
+            Sample::Scan(i, m) => robot(i).scan.as_ref().is_some_and(|p| p.publish(m).is_ok()),
+            Sample::Battery(i, m) => robot(i).battery.publish(m).is_ok(),
+            Sample::Bump(i, data) => robot(i).bump.publish(msgs::Bool { data }).is_ok(),
+            Sample::Gripper(i, data) => robot(i).gripper.publish(msgs::Bool { data }).is_ok(),
+            Sample::Tf(m) => self.tf.publish(m).is_ok(),
+            Sample::Clock(m) => self.clock.publish(m).is_ok(),
+        }
+    }
+}
+
+/// Samples written and refused, counted by the writer thread.
+#[derive(Default)]
+struct WriteCounts {
+    published: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// The writer thread: a step's samples go to it in one batch, and DDS's serialising and
+/// hand-over to its own event loop (a few microseconds a sample) run beside the next step
+/// instead of inside this one. At most two batches wait; a third waits for room, so a bridge
+/// slower than the simulation slows it rather than piling up memory.
+struct Writer {
+    batches: Option<SyncSender<Vec<Sample>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    counts: Arc<WriteCounts>,
+}
+
+impl Writer {
+    fn start(outbox: Outbox) -> Result<Self, String> {
+        let (batches, inbox) = sync_channel::<Vec<Sample>>(2);
+        let counts = Arc::new(WriteCounts::default());
+        let thread_counts = Arc::clone(&counts);
+        let thread = std::thread::Builder::new()
+            .name("crsim ROS 2 writer".into())
+            .spawn(move || {
+                for batch in inbox {
+                    for sample in batch {
+                        let counter =
+                            if outbox.write(sample) { &thread_counts.published } else { &thread_counts.errors };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the ROS 2 writer thread: {e}"))?;
+        Ok(Self { batches: Some(batches), thread: Some(thread), counts })
+    }
+
+    fn send(&self, batch: Vec<Sample>) {
+        if let Some(b) = &self.batches {
+            let _ = b.send(batch);
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// Everything handed over is written before the publishers go.
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The participant and what it serves.
+struct Dds {
+    domain: u16,
+    // Dropped in this order: the writer thread finishes and drops the publishers, then the
+    // subscriptions go, then the node and the participant.
+    writer: Writer,
+    robots: Vec<RobotTopics>,
+    node: Node,
+    context: Context,
+}
+
+/// The bridge's state: serving or not, where, and what it counted.
+#[derive(Resource, Default)]
+pub struct Ros2Bridge {
+    dds: Option<Dds>,
+    /// The settings it serves with.
+    pub settings: Ros2Spec,
+    /// Why it does not serve, when it was asked to.
+    pub error: Option<String>,
+    /// Whether it made the program robots in-process (to undo when it closes).
+    drives_programs: bool,
+    /// The scene generation and request it was last opened for.
+    pub(super) opened_for: Option<(u64, super::Ros2Request)>,
+    pub stats: Ros2Stats,
+}
+
+impl Ros2Bridge {
+    /// The DDS domain it serves, if it serves.
+    pub fn domain(&self) -> Option<u16> {
+        self.dds.as_ref().map(|d| d.domain)
+    }
+
+    /// What it counted, the writer thread's samples written and refused included.
+    pub fn stats(&self) -> Ros2Stats {
+        let mut stats = self.stats.clone();
+        if let Some(d) = &self.dds {
+            stats.published = d.writer.counts.published.load(Ordering::Relaxed);
+            stats.publish_errors = d.writer.counts.errors.load(Ordering::Relaxed);
+        }
+        stats
+    }
+
+    /// The namespaces it serves, in robot order.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.dds.as_ref().map_or_else(Vec::new, |d| d.robots.iter().map(|r| r.namespace.clone()).collect())
+    }
+
+    /// Serves the scene's robots on `domain` (keeping the participant when the domain is the
+    /// same), or records why it cannot.
+    pub(super) fn open(&mut self, world: &mut World, settings: &Ros2Spec, domain: u16) {
+        self.settings = settings.clone();
+        let kept = self.dds.take().filter(|d| d.domain == domain).map(|d| (d.context, d.node));
+        let (context, mut node) = match kept {
+            Some(kept) => kept,
+            None => match participant(domain) {
+                Ok(p) => p,
+                Err(e) => return self.fail(e),
+            },
+        };
+        match endpoints(world, &mut node, settings).and_then(|(robots, outbox)| Ok((robots, Writer::start(outbox)?))) {
+            Ok((robots, writer)) => {
+                self.error = None;
+                self.dds = Some(Dds { domain, writer, robots, node, context });
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// While it serves, the program robots are driven in the process (from `cmd_vel`), and no
+    /// program server opens for them.
+    pub(super) fn drive_programs(&mut self, world: &mut World) {
+        world.insert_resource(InProcess);
+        self.drives_programs = true;
+    }
+
+    pub(super) fn fail(&mut self, e: String) {
+        error!("ROS 2: {e}");
+        self.dds = None;
+        self.error = Some(e);
+    }
+
+    /// Stops serving (the scene no longer asks for it).
+    pub(super) fn close(&mut self, world: &mut World) {
+        self.dds = None;
+        self.error = None;
+        if std::mem::take(&mut self.drives_programs) {
+            world.remove_resource::<InProcess>();
+        }
+    }
+}
+
+/// The DDS domain: the command line's, else the scene's, else `ROS_DOMAIN_ID` (as every ROS 2
+/// node reads it), else 0.
+pub fn domain_id(asked: Option<u16>, scene: Option<u16>, env: Option<&str>) -> Result<u16, String> {
+    let env = match env.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(s) => Some(s.parse::<u16>().map_err(|_| format!("ROS_DOMAIN_ID \"{s}\" is not a domain id (0..=232)"))?),
+        None => None,
+    };
+    let (d, from) = match (asked, scene, env) {
+        (Some(d), ..) => (d, "--ros2-domain"),
+        (None, Some(d), _) => (d, "the scene's ros2.domain_id"),
+        (None, None, Some(d)) => (d, "ROS_DOMAIN_ID"),
+        (None, None, None) => (0, "the default"),
+    };
+    if d > Ros2Spec::MAX_DOMAIN_ID {
+        return Err(format!("{from} {d} is not a domain id: DDS domains are 0..={}", Ros2Spec::MAX_DOMAIN_ID));
+    }
+    Ok(d)
+}
+
+fn participant(domain: u16) -> Result<(Context, Node), String> {
+    let context = Context::with_options(ContextOptions::new().domain_id(domain))
+        .map_err(|e| format!("cannot join DDS domain {domain}: {e:?}"))?;
+    let name = NodeName::new("/", "crsim").map_err(|e| format!("node name: {e}"))?;
+    let node = context
+        .new_node(name, NodeOptions::new().enable_rosout(false))
+        .map_err(|e| format!("cannot create the crsim node in DDS domain {domain}: {e:?}"))?;
+    Ok((context, node))
+}
+
+/// A QoS profile of ROS 2's usual shape: volatile or transient local, reliable (a write never
+/// waits: a sample DDS cannot take is counted, and the step goes on) or best effort, keeping the
+/// newest `depth`.
+fn qos(durability: Durability, reliable: bool, depth: usize) -> QosProfile {
+    let reliability =
+        if reliable { Reliability::Reliable { when_full: WhenFull::Fail } } else { Reliability::BestEffort };
+    QosProfile::publisher_default().durability(durability).reliability(reliability).history(History::KeepLast { depth })
+}
+
+/// Commands: reliable, as `teleop` and Nav2 publish them.
+fn command_qos() -> QosProfile {
+    qos(Durability::Volatile, true, 10)
+}
+
+/// State (odometry, tf, battery, clock): reliable with the newest kept, which both reliable and
+/// best-effort subscriptions match (Nav2 reads `odom` reliably).
+fn state_qos() -> QosProfile {
+    qos(Durability::Volatile, true, 1)
+}
+
+/// Events (`bump`, `gripper`): published when they change, the last one kept for subscribers
+/// that join later (transient local, as ROS 2 latches a topic).
+fn latched_qos() -> QosProfile {
+    qos(Durability::TransientLocal, true, 1)
+}
+
+/// Sensor data (`scan`): best effort, as ROS 2's `SensorDataQoS` and real lidar drivers.
+fn sensor_qos() -> QosProfile {
+    qos(Durability::Volatile, false, 5)
+}
+
+fn publisher<M: Serialize>(
+    node: &mut Node,
+    namespace: &str,
+    topic: &str,
+    (package, kind): (&str, &str),
+    qos: &QosProfile,
+) -> Result<Publisher<M>, String> {
+    let name = RosName::new(namespace, topic).map_err(|e| format!("topic {namespace}/{topic}: {e}"))?;
+    let t = node
+        .create_topic(&name, MessageTypeName::new(package, kind), qos)
+        .map_err(|e| format!("topic {name}: {e:?}"))?;
+    node.create_publisher(&t, None).map_err(|e| format!("publisher of {name}: {e:?}"))
+}
+
+/// Every bridged robot's topics, in robot order, and `/clock` and `/tf`.
+fn endpoints(world: &mut World, node: &mut Node, settings: &Ros2Spec) -> Result<(Vec<RobotTopics>, Outbox), String> {
+    let order = world.resource::<RobotOrder>().0.clone();
+    let mut q = world.query::<(&Name, Has<RangeSensor>, Has<Program>)>();
+    let (mut robots, mut publishers) = (Vec::new(), Vec::new());
+    for e in order {
+        let Ok((name, ranged, program)) = q.get(world, e) else { continue };
+        if !settings.bridges(name) {
+            continue;
+        }
+        let ns = settings.namespace_of(name);
+        let cmd_vel = if program {
+            let name = RosName::new(&ns, "cmd_vel").map_err(|e| format!("topic {ns}/cmd_vel: {e}"))?;
+            let qos = command_qos();
+            let t = node
+                .create_topic(&name, MessageTypeName::new("geometry_msgs", "Twist"), &qos)
+                .map_err(|e| format!("topic {name}: {e:?}"))?;
+            Some(node.create_subscription(&t, None).map_err(|e| format!("subscription of {name}: {e:?}"))?)
+        } else {
+            None
+        };
+        publishers.push(RobotPublishers {
+            odom: publisher(node, &ns, "odom", ("nav_msgs", "Odometry"), &state_qos())?,
+            scan: if ranged {
+                Some(publisher(node, &ns, "scan", ("sensor_msgs", "LaserScan"), &sensor_qos())?)
+            } else {
+                None
+            },
+            battery: publisher(node, &ns, "battery", ("sensor_msgs", "BatteryState"), &state_qos())?,
+            bump: publisher(node, &ns, "bump", ("std_msgs", "Bool"), &latched_qos())?,
+            gripper: publisher(node, &ns, "gripper", ("std_msgs", "Bool"), &latched_qos())?,
+        });
+        robots.push(RobotTopics {
+            entity: e,
+            frames: msgs::frames(&ns),
+            namespace: ns,
+            cmd_vel,
+            last_scan: None,
+            heard: false,
+            awaited: true,
+            last_bump: None,
+            last_gripper: None,
+        });
+    }
+    let clock = publisher(node, "/", "clock", ("rosgraph_msgs", "Clock"), &state_qos())?;
+    let tf = publisher(node, "/", "tf", ("tf2_msgs", "TFMessage"), &state_qos())?;
+    Ok((robots, Outbox { robots: publishers, clock, tf }))
+}
+
+/// Steps between two samples of a topic published at `hz` simulated hertz with steps of `dt`
+/// seconds: at least 1 (every step), which `hz` 0 asks for.
+pub fn every(hz: f32, dt: f64) -> u64 {
+    if hz <= 0.0 || dt <= 0.0 { 1 } else { ((1.0 / (hz as f64 * dt)).round() as u64).max(1) }
+}
+
+/// The next valid command waiting on a robot's `cmd_vel`, passing over (and counting) samples
+/// that do not decode or carry values that are not finite numbers; `budget` bounds the samples
+/// read.
+fn take_valid(sub: &Subscription<msgs::Twist>, stats: &mut Ros2Stats, budget: &mut usize) -> Option<msgs::Twist> {
+    while *budget > 0 {
+        *budget -= 1;
+        match sub.take() {
+            Ok(Some((t, _))) if t.is_finite() => return Some(t),
+            Ok(Some(_)) | Err(_) => stats.malformed += 1,
+            Ok(None) => return None,
+        }
+    }
+    None
+}
+
+/// The newest valid command of a robot's `cmd_vel` this step, the older ones counted as
+/// superseded.
+fn newest_command(sub: &Subscription<msgs::Twist>, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
+    let (mut budget, mut newest) = (MAX_COMMANDS_PER_STEP, None);
+    while let Some(t) = take_valid(sub, stats, &mut budget) {
+        stats.superseded += u64::from(newest.is_some());
+        newest = Some(t);
+    }
+    newest
+}
+
+/// The program action of a `cmd_vel` command: forward speed and turn rate within the robot's
+/// maxima (a diff-drive robot ignores the other four values, as ROS 2's diff drive controller
+/// does).
+pub fn command_action(name: &str, twist: &msgs::Twist, max_speed: f32, max_turn: f32) -> RobotAction {
+    let linear = (twist.linear.x as f32).clamp(-max_speed, max_speed);
+    let angular = (twist.angular.z as f32).clamp(-max_turn, max_turn);
+    RobotAction {
+        name: name.to_string(),
+        drive: Some([linear, angular]),
+        skill: None,
+        grip: None,
+        lamp: None,
+        send: vec![],
+    }
+}
+
+/// Think stage: each driven robot's `cmd_vel` becomes its program's action — the newest that
+/// came, or in lock-step the next one, waited for.
+pub(super) fn receive(
+    mut bridge: ResMut<Ros2Bridge>,
+    time: Res<SimTime>,
+    active: Res<ActiveScene>,
+    mut robots: Query<(&Name, &Robot, &mut Program)>,
+) {
+    let Ros2Bridge { dds, settings, stats, .. } = &mut *bridge;
+    let Some(dds) = dds else { return };
+    let mut apply = |e: Entity, twist: &msgs::Twist| {
+        if let Ok((name, robot, mut program)) = robots.get_mut(e) {
+            program.set_action(command_action(name, twist, robot.max_speed, robot.max_turn));
+        }
+    };
+    if !settings.lockstep {
+        for r in &dds.robots {
+            let Some(sub) = &r.cmd_vel else { continue };
+            if let Some(twist) = newest_command(sub, stats) {
+                apply(r.entity, &twist);
+                stats.commands += 1;
+            }
+        }
+        return;
+    }
+    let programs = &active.scene.programs;
+    let first = time.step == 0 || dds.robots.iter().any(|r| r.cmd_vel.is_some() && !r.heard);
+    let wait = if first { programs.wait_for_robots } else { programs.step_timeout };
+    let deadline = Instant::now() + Duration::from_secs_f32(wait);
+    let (stop, drop) = (programs.late != LatePolicy::Keep, programs.late == LatePolicy::Drop);
+    for r in &mut dds.robots {
+        let Some(sub) = &r.cmd_vel else { continue };
+        let limit = if r.awaited { deadline } else { Instant::now() };
+        match next_command(sub, limit, stats) {
+            Some(twist) => {
+                apply(r.entity, &twist);
+                stats.commands += 1;
+                (r.heard, r.awaited) = (true, true);
+            }
+            None if r.awaited => {
+                stats.late += 1;
+                if stop {
+                    apply(r.entity, &msgs::Twist::default());
+                }
+                r.awaited = !drop;
+            }
+            None => {}
+        }
+    }
+}
+
+/// Lock-step: the next valid command of a robot's `cmd_vel`, waited for until `deadline`.
+fn next_command(sub: &Subscription<msgs::Twist>, deadline: Instant, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
+    let mut spins = 0u32;
+    loop {
+        if let Some(t) = take_valid(sub, stats, &mut { MAX_COMMANDS_PER_STEP }) {
+            return Some(t);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        // A node answering within microseconds is met by spinning; a slow one by short sleeps.
+        spins += 1;
+        if spins < 200 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
+
+type Published<'a> = (
+    &'a Transform,
+    &'a AppliedDrive,
+    &'a Battery,
+    &'a BumpSensor,
+    &'a Gripper,
+    Option<(&'a RangeSensor, &'a RangeScan)>,
+);
+
+/// Record stage, after physics: each robot's state at its rates, then `/clock`, stamped with the
+/// simulated time the step ends at, handed to the writer thread as one batch (the clock last: a
+/// node that acts on a tick has the step's state).
+pub(super) fn publish(mut bridge: ResMut<Ros2Bridge>, time: Res<SimTime>, robots: Query<Published>) {
+    let Ros2Bridge { dds, settings, .. } = &mut *bridge;
+    let Some(dds) = dds else { return };
+    let step = time.step + 1;
+    let stamp = Time::from_seconds(step as f64 * time.dt_exact);
+    let due = |hz: f32| step.is_multiple_of(every(hz, time.dt_exact));
+    let (state_due, battery_due) = (due(settings.rate), due(settings.battery_rate));
+    let scan_every = every(settings.scan_rate, time.dt_exact);
+    let mut batch = Vec::with_capacity(2 * dds.robots.len() + 2);
+    let mut transforms = Vec::new();
+    for (i, r) in dds.robots.iter_mut().enumerate() {
+        let Ok((t, drive, battery, bump, gripper, range)) = robots.get(r.entity) else { continue };
+        let frames = (r.frames.0.as_str(), r.frames.1.as_str());
+        if state_due {
+            let (p, heading) = pose(t);
+            let state = RobotState { x: p.x, y: p.y, heading, linear: drive.linear, angular: drive.angular };
+            batch.push(Sample::Odom(i, Box::new(msgs::odometry(&state, stamp, frames))));
+            transforms.push(msgs::transform(&state, stamp, frames));
+        }
+        let (touching, holding) = (bump.is_touching(), gripper.holding.is_some());
+        if r.last_bump.replace(touching) != Some(touching) {
+            batch.push(Sample::Bump(i, touching));
+        }
+        if r.last_gripper.replace(holding) != Some(holding) {
+            batch.push(Sample::Gripper(i, holding));
+        }
+        if battery_due {
+            let b = msgs::battery_state(battery.charge, battery.capacity, battery.charging, stamp, frames.1);
+            batch.push(Sample::Battery(i, b));
+        }
+        // A scan the sensor took this step, at most one every `scan_every` steps.
+        if let Some((sensor, scan)) = range
+            && scan.step == time.step
+            && !scan.distances.is_empty()
+            && r.last_scan.is_none_or(|last| time.step >= last + scan_every)
+        {
+            r.last_scan = Some(time.step);
+            let (first, step_angle) = sensor.angles();
+            let period = sensor.period.max(1) as f32 * time.dt;
+            let msg = msgs::laser_scan(&scan.distances, first, step_angle, sensor.range, period, stamp, frames.1);
+            batch.push(Sample::Scan(i, msg));
+        }
+    }
+    if !transforms.is_empty() {
+        batch.push(Sample::Tf(msgs::TfMessage { transforms }));
+    }
+    batch.push(Sample::Clock(msgs::Clock { clock: stamp }));
+    dds.writer.send(batch);
+}
+
+/// The run metrics' `ros2` section, when the bridge was asked for.
+pub(super) fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
+    let bridge = world.get_resource::<Ros2Bridge>()?;
+    if bridge.dds.is_none() && bridge.error.is_none() {
+        return None;
+    }
+    let stats = bridge.stats();
+    Some((
+        "ros2".into(),
+        json!({
+            "domain_id": bridge.domain(),
+            "error": bridge.error,
+            "namespaces": bridge.namespaces(),
+            "published": stats.published,
+            "publish_errors": stats.publish_errors,
+            "commands": stats.commands,
+            "malformed": stats.malformed,
+            "superseded": stats.superseded,
+            "late": stats.late,
+            "lockstep": bridge.settings.lockstep,
+        }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_domain_is_the_command_lines_then_the_scenes_then_ros_domain_id() {
+        assert_eq!(domain_id(Some(3), Some(4), Some("5")), Ok(3));
+        assert_eq!(domain_id(None, Some(4), Some("5")), Ok(4));
+        assert_eq!(domain_id(None, None, Some(" 5 ")), Ok(5));
+        assert_eq!(domain_id(None, None, Some("")), Ok(0));
+        assert_eq!(domain_id(None, None, None), Ok(0));
+        assert_eq!(domain_id(None, None, Some("x")).unwrap_err(), "ROS_DOMAIN_ID \"x\" is not a domain id (0..=232)");
+        assert_eq!(
+            domain_id(Some(300), None, None).unwrap_err(),
+            "--ros2-domain 300 is not a domain id: DDS domains are 0..=232"
+        );
+        assert!(domain_id(None, None, Some("233")).unwrap_err().starts_with("ROS_DOMAIN_ID 233"));
+    }
+
+    #[test]
+    fn rates_become_whole_steps_and_zero_means_every_step() {
+        assert_eq!(every(50.0, 0.02), 1);
+        assert_eq!(every(10.0, 0.02), 5);
+        assert_eq!(every(0.0, 0.02), 1);
+        assert_eq!(every(1000.0, 0.02), 1);
+        assert_eq!(every(1.0, 0.05), 20);
+    }
+
+    #[test]
+    fn a_command_drives_forward_and_turns_within_the_robots_maxima() {
+        let mut t = msgs::Twist::default();
+        (t.linear.x, t.linear.y, t.angular.z) = (0.2, 5.0, -0.5);
+        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([0.2, -0.5]));
+        (t.linear.x, t.angular.z) = (9.0, 9.0);
+        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([0.3, 2.0]));
+        (t.linear.x, t.angular.z) = (-9.0, -9.0);
+        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([-0.3, -2.0]));
+    }
+}

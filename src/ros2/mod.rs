@@ -1,0 +1,218 @@
+//! ROS 2 without ROS installed: a bridge that makes every robot a ROS 2 robot under its own
+//! namespace, over DDS-RTPS spoken in pure Rust (`ros2-client` on RustDDS), so nothing needs to be
+//! sourced or installed. Per robot, under `/<prefix>/<robot>/`: `cmd_vel` in
+//! (`geometry_msgs/msg/Twist`, for the robots programs drive), `odom` (`nav_msgs/msg/Odometry`),
+//! `scan` (`sensor_msgs/msg/LaserScan`, robots with a range sensor), `battery`
+//! (`sensor_msgs/msg/BatteryState`), `bump` and `gripper` (`std_msgs/msg/Bool`); `/tf` with each
+//! robot's `odom → base_link`, and `/clock` every step so `use_sim_time` nodes run on simulated
+//! time.
+//!
+//! It sits on `run/`'s headless core as the program server does: a way in, never a second copy
+//! of the step. The robots `cmd_vel` drives are the scene's program robots (or those `--programs`
+//! names), driven in the process as an environment drives them: a command becomes the robot's
+//! program action in the think stage, limited by its drive like every other command, and holds
+//! until the next one.
+
+use bevy::prelude::*;
+
+mod bridge;
+pub mod msgs;
+
+pub use bridge::{Ros2Bridge, Ros2Stats};
+
+use crate::control::programs::ProgramExchange;
+use crate::run::runner::OpeningErrors;
+use crate::scene::SceneLoaded;
+use crate::scene::schema::Ros2Spec;
+use crate::sim::{LoadSystems, SimSystems, ThinkSystems, add_report_section};
+
+/// What the command line asks of the bridge, over the scene's `ros2` section.
+#[derive(Resource, Debug, Default, Clone, PartialEq)]
+pub struct Ros2Request {
+    /// `--ros2`: serve ROS 2 whatever the scene says.
+    pub enabled: bool,
+    /// `--ros2-domain`: the DDS domain, over the scene's and `ROS_DOMAIN_ID`.
+    pub domain_id: Option<u16>,
+    /// Settings in place of the scene's `ros2` section (`crsim bench --ros2`).
+    pub settings: Option<Ros2Spec>,
+}
+
+/// The bridge, serving when the scene's `ros2.enabled` or the [`Ros2Request`] says so.
+pub fn plugin(app: &mut App) {
+    app.init_resource::<Ros2Request>()
+        .init_resource::<Ros2Bridge>()
+        .add_systems(PreUpdate, open.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        // After the program server's exchange: both give program robots their actions.
+        .add_systems(FixedUpdate, bridge::receive.in_set(ThinkSystems::Receive).after(ProgramExchange))
+        .add_systems(FixedUpdate, bridge::publish.in_set(SimSystems::Record));
+    add_report_section(app, bridge::report_section);
+}
+
+/// Serves the app's loaded scene now with `settings` on `domain`, whatever its own `ros2` section
+/// says (`crsim bench --ros2`): its systems join the app's schedules.
+pub fn serve(app: &mut App, settings: &Ros2Spec, domain: u16) -> Result<(), String> {
+    app.insert_resource(Ros2Request { enabled: true, domain_id: Some(domain), settings: Some(settings.clone()) });
+    plugin(app);
+    open(app.world_mut());
+    app.world().resource::<Ros2Bridge>().error.clone().map_or(Ok(()), Err)
+}
+
+/// A freshly loaded scene: (re)open the bridge as its `ros2` section and the request say; while it
+/// serves, the program robots take their commands from `cmd_vel` (no program server opens).
+fn open(world: &mut World) {
+    let request = world.resource::<Ros2Request>().clone();
+    let active = world.resource::<crate::scene::ActiveScene>();
+    // Once per scene loaded and request: `serve` opens at once, before the load's message is read.
+    let key = (active.generation, request.clone());
+    if world.resource::<Ros2Bridge>().opened_for.as_ref() == Some(&key) {
+        return;
+    }
+    let scene = active.scene.clone();
+    let serving = request.enabled || scene.ros2.enabled;
+    let settings = request.settings.unwrap_or(scene.ros2);
+    let env_domain = std::env::var("ROS_DOMAIN_ID").ok();
+    let mut bridge = world.remove_resource::<Ros2Bridge>().unwrap_or_default();
+    if serving {
+        bridge.drive_programs(world);
+        let domain = bridge::domain_id(request.domain_id, settings.domain_id, env_domain.as_deref());
+        match domain {
+            Ok(d) => bridge.open(world, &settings, d),
+            Err(e) => bridge.fail(e),
+        }
+        if let Some(e) = &bridge.error {
+            world.get_resource_or_init::<OpeningErrors>().0.push(format!("ROS 2: {e}"));
+        }
+    } else {
+        bridge.close(world);
+    }
+    bridge.opened_for = Some(key);
+    world.insert_resource(bridge);
+}
+
+#[cfg(test)]
+mod tests {
+    use bevy::ecs::schedule::Schedules;
+
+    use super::*;
+    use crate::control::programs::{InProcess, ProgramServer};
+    use crate::run::headless::{headless_app_with, run_steps};
+    use crate::scene::SceneSource;
+    use crate::scene::load::load_scene_file;
+    use crate::scene::schema::{Ros2Spec, SceneFile, ros_token};
+    use crate::scene::validate::validate;
+
+    /// A domain of its own for each test process, away from ROS's default 0.
+    fn test_domain() -> u16 {
+        200 + (std::process::id() % 30) as u16
+    }
+
+    fn ros2_scene() -> SceneFile {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/ros2.ron");
+        load_scene_file(&path).unwrap().0
+    }
+
+    fn app(scene: SceneFile, request: Ros2Request) -> App {
+        headless_app_with(scene, SceneSource::Generated, |app| {
+            app.insert_resource(request);
+            plugin(app);
+        })
+    }
+
+    #[test]
+    fn serving_it_names_every_robot_and_drives_the_program_robots_in_the_process() {
+        let domain = test_domain();
+        let mut app = app(ros2_scene(), Ros2Request { domain_id: Some(domain), ..Default::default() });
+        let bridge = app.world().resource::<Ros2Bridge>();
+        assert_eq!(bridge.error, None);
+        assert_eq!(bridge.domain(), Some(domain), "the scene's ros2.enabled turns it on");
+        assert_eq!(bridge.namespaces(), ["/alpha", "/beta", "/gamma"]);
+        // No program server waits for alpha and beta: cmd_vel drives them.
+        assert!(app.world().contains_resource::<InProcess>());
+        assert_eq!(app.world().resource::<ProgramServer>().local, None);
+        run_steps(&mut app, 10);
+        let stats = &app.world().resource::<Ros2Bridge>().stats();
+        // Every step: /clock, and (50 Hz at dt 0.02) three robots' odom and /tf (the writer
+        // thread may still hold the last two steps' batches).
+        assert!(stats.published >= 8 * (1 + 3 + 1), "{stats:?}");
+        assert_eq!(stats.publish_errors, 0);
+    }
+
+    #[test]
+    fn off_it_opens_nothing_and_the_program_server_serves_as_before() {
+        let mut scene = ros2_scene();
+        scene.ros2.enabled = false;
+        scene.programs.port = 0;
+        let app = app(scene, Ros2Request::default());
+        let bridge = app.world().resource::<Ros2Bridge>();
+        assert_eq!((bridge.domain(), &bridge.error), (None, &None));
+        assert!(!app.world().contains_resource::<InProcess>());
+        assert!(app.world().resource::<ProgramServer>().local.is_some());
+    }
+
+    /// As `tests/sim.rs` checks the core's systems: the bridge's two systems have an order with
+    /// every system that touches what they touch.
+    #[test]
+    fn its_systems_conflict_with_none_of_the_steps() {
+        let mut app = app(ros2_scene(), Ros2Request { enabled: true, domain_id: Some(test_domain()), settings: None });
+        run_steps(&mut app, 1);
+        let world = app.world();
+        let schedule = world.resource::<Schedules>().get(FixedUpdate).expect("the fixed schedule ran");
+        let names: std::collections::HashMap<_, String> =
+            schedule.systems().expect("initialised").map(|(key, system)| (key, system.name().to_string())).collect();
+        let conflicts: Vec<String> = schedule
+            .graph()
+            .conflicting_systems()
+            .iter()
+            .map(|(a, b, _)| (names[a].clone(), names[b].clone()))
+            .filter(|(a, b)| !(a.starts_with("bevy_rapier2d::") && b.starts_with("bevy_rapier2d::")))
+            .map(|(a, b)| format!("{a} <-> {b}"))
+            .collect();
+        assert!(conflicts.is_empty(), "systems without an order:\n{}", conflicts.join("\n"));
+    }
+
+    #[test]
+    fn robot_names_become_ros_tokens_under_the_prefix() {
+        assert_eq!(ros_token("alpha"), "alpha");
+        assert_eq!(ros_token("robot-1"), "robot_1");
+        assert_eq!(ros_token("a  b"), "a_b");
+        assert_eq!(ros_token("7"), "r7");
+        assert_eq!(ros_token(""), "r");
+        let spec = Ros2Spec { prefix: "/sim/".into(), ..Default::default() };
+        assert_eq!(spec.namespace_of("robot-1"), "/sim/robot_1");
+        assert_eq!(Ros2Spec::default().namespace_of("alpha"), "/alpha");
+    }
+
+    #[test]
+    fn a_bad_ros2_section_is_refused_naming_what_is_wrong() {
+        let mut scene = ros2_scene();
+        scene.ros2.domain_id = Some(233);
+        scene.ros2.prefix = "9lives/x".into();
+        scene.ros2.rate = f32::NAN;
+        (scene.robots[0].name, scene.robots[1].name) = ("robot-1".into(), "robot_1".into());
+        scene.ros2.robots = vec!["robot-1".into(), "robot_1".into(), "zeta".into()];
+        let errors: Vec<String> =
+            validate(&scene).iter().filter(|e| e.item == "ros2").map(|e| e.message.clone()).collect();
+        let has = |s: &str| errors.iter().any(|e| e.contains(s));
+        assert!(has("domain_id must be 0..=232, got 233"), "{errors:?}");
+        assert!(has("prefix \"9lives/x\" is not a ROS namespace"), "{errors:?}");
+        assert!(has("rate must be 0..1000000 Hz (0: every step), got NaN"), "{errors:?}");
+        assert!(has("robots names \"zeta\", which is not a robot of the scene"), "{errors:?}");
+        assert!(has("robots \"robot-1\" and \"robot_1\" would share the namespace /9lives/x/robot_1"), "{errors:?}");
+        assert!(validate(&ros2_scene()).is_empty());
+    }
+
+    /// `crsim bench --ros2`: serving a loaded scene with settings of its own, every step.
+    #[test]
+    fn served_on_request_it_publishes_every_robots_state_every_step() {
+        let scene = crate::run::bench::bench_arena(10, 1, Default::default());
+        let mut app = headless_app_with(scene, SceneSource::Generated, |_| {});
+        let settings = Ros2Spec { rate: 0.0, scan_rate: 0.0, ..Default::default() };
+        serve(&mut app, &settings, test_domain()).unwrap();
+        run_steps(&mut app, 10);
+        let bridge = app.world().resource::<Ros2Bridge>();
+        assert_eq!(bridge.namespaces().len(), 10);
+        // Each step: /clock, /tf and each robot's odom (the last two steps' may be on their way).
+        let stats = bridge.stats();
+        assert!(stats.published >= 8 * (2 + 10), "{stats:?}");
+    }
+}
