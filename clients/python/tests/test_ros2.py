@@ -1,0 +1,260 @@
+"""crsim's ROS 2 bridge against an independent DDS: Eclipse Cyclone DDS through its Python
+package (`crsim.ros2`), with no ROS installed on either side. The peer finds crsim's topics by
+their ROS 2 names and types, decodes every message, drives one robot through `cmd_vel` and sees
+only that one move, sees `/clock` advance by `dt` a step, and in lock-step gets the trajectory
+hash of the same commands sent by a program over TCP."""
+
+import json
+import math
+import os
+import random
+import subprocess
+import time
+
+from dataclasses import dataclass
+
+import pytest
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.idl import IdlStruct
+from cyclonedds.idl.types import float64
+from cyclonedds.pub import DataWriter
+from cyclonedds.topic import Topic
+
+from conftest import SCENES
+from crsim import Client, Crsim
+from crsim import ros2
+from crsim.launch import find_crsim
+
+
+SCENE = SCENES / "ros2.ron"
+DT = 0.02
+NS_PER_STEP = 20_000_000
+
+
+def free_domain():
+    """A DDS domain no other test run is likely to use (ROS's default is 0)."""
+    return random.Random(os.getpid() ^ time.time_ns()).randrange(100, 230)
+
+
+class Run:
+    """`crsim run scenes/ros2.ron` serving ROS 2 on its own domain, metrics to `out`."""
+
+    def __init__(self, tmp_path, steps, *args):
+        self.domain = free_domain()
+        self.out = tmp_path / "ros.json"
+        command = [find_crsim(), "run", str(SCENE), "--steps", str(steps), "--ros2-domain", str(self.domain),
+                   "--out", str(self.out), *args]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def metrics(self, timeout=60):
+        out, err = self.process.communicate(timeout=timeout)
+        assert self.process.returncode == 0, (out, err)
+        return json.loads(self.out.read_text())
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def ros_run(tmp_path):
+    started = []
+
+    def start(steps, *args):
+        run = Run(tmp_path, steps, *args)
+        started.append(run)
+        return run
+
+    yield start
+    for run in started:
+        run.close()
+
+
+def yaw(q):
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+def take_all(reader):
+    samples = []
+    while batch := reader.take(N=1000):
+        samples += batch
+    return samples
+
+
+def test_topics_by_ros_names_and_types_values_decoded_and_cmd_vel_drives_one_robot(ros_run):
+    run = ros_run(350, "--realtime")
+    peer = ros2.Peer(run.domain)
+    topics = {f"rt/{r}/{t}" for r in ("alpha", "beta", "gamma") for t in ("odom", "battery", "bump", "gripper")}
+    topics |= {"rt/alpha/scan", "rt/beta/scan", "rt/tf", "rt/clock", "rt/alpha/cmd_vel", "rt/beta/cmd_vel"}
+    peer.discover(topics)
+    # Every name and type as rmw writes them; gamma (crsim's own network) has no cmd_vel, and no
+    # scan (no range sensor).
+    assert peer.publications["rt/alpha/odom"] == "nav_msgs::msg::dds_::Odometry_"
+    assert peer.publications["rt/alpha/scan"] == "sensor_msgs::msg::dds_::LaserScan_"
+    assert peer.publications["rt/alpha/battery"] == "sensor_msgs::msg::dds_::BatteryState_"
+    assert peer.publications["rt/alpha/bump"] == "std_msgs::msg::dds_::Bool_"
+    assert peer.publications["rt/tf"] == "tf2_msgs::msg::dds_::TFMessage_"
+    assert peer.publications["rt/clock"] == "rosgraph_msgs::msg::dds_::Clock_"
+    assert peer.subscriptions["rt/alpha/cmd_vel"] == "geometry_msgs::msg::dds_::Twist_"
+    assert "rt/gamma/cmd_vel" not in peer.subscriptions and "rt/gamma/scan" not in peer.publications
+
+    odom = {r: peer.reader(f"/{r}/odom", "nav_msgs/msg/Odometry") for r in ("alpha", "beta")}
+    clock = peer.reader("/clock", "rosgraph_msgs/msg/Clock")
+    scan = peer.reader("/alpha/scan", "sensor_msgs/msg/LaserScan", ros2.best_effort())
+    tf = peer.reader("/tf", "tf2_msgs/msg/TFMessage")
+    cmd = peer.writer("/alpha/cmd_vel", "geometry_msgs/msg/Twist")
+    time.sleep(1.0)
+    before = {r: take_all(odom[r])[-1] for r in odom}
+    a = before["alpha"]
+    assert (a.header.frame_id, a.child_frame_id) == ("alpha/odom", "alpha/base_link")
+    assert (a.pose.pose.position.x, a.pose.pose.position.y) == pytest.approx((1.0, 0.6), abs=1e-6)
+    assert yaw(a.pose.pose.orientation) == pytest.approx(math.pi / 2, abs=1e-6)
+
+    ticks = [c.clock.sec * 10**9 + c.clock.nanosec for c in take_all(clock)]
+    assert len(ticks) > 10
+    assert all(b - a == NS_PER_STEP for a, b in zip(ticks, ticks[1:])), ticks[:20]
+
+    s = take_all(scan)[-1]
+    assert (len(s.ranges), s.range_max, s.header.frame_id) == (16, pytest.approx(3.0), "alpha/base_link")
+    assert s.angle_min == pytest.approx(-math.pi / 2) and s.angle_max == pytest.approx(math.pi / 2)
+    assert all(0 < r < 3.0 or r == math.inf for r in s.ranges)
+    frames = {t.child_frame_id for t in take_all(tf)[-1].transforms}
+    assert frames == {"alpha/base_link", "beta/base_link", "gamma/base_link"}
+
+    # alpha faces +y: 0.2 m/s forward for a second moves it about 0.2 m up; beta stays.
+    for _ in range(10):
+        cmd.write(ros2.Twist(linear=ros2.Vector3(x=0.2)))
+        time.sleep(0.1)
+    time.sleep(0.3)
+    after = {r: take_all(odom[r])[-1] for r in odom}
+    moved = after["alpha"].pose.pose.position.y - before["alpha"].pose.pose.position.y
+    assert 0.15 < moved < 0.4, moved
+    assert after["alpha"].pose.pose.position.x == pytest.approx(1.0, abs=0.01)
+    assert after["alpha"].twist.twist.linear.x == pytest.approx(0.2, abs=1e-6)
+    assert after["beta"].pose.pose.position == before["beta"].pose.pose.position
+    metrics = run.metrics()
+    assert metrics["ros2"]["commands"] >= 10 and metrics["ros2"]["malformed"] == 0, metrics["ros2"]
+    # Stopping, crsim announces its participant's departure.
+    assert peer.wait_for_departure()
+
+
+@dataclass
+class ShortTwist(IdlStruct, typename="geometry_msgs::msg::dds_::Twist_"):
+    """A sample of Twist's type name that is not a Twist: 8 bytes where a Twist has 48."""
+
+    x: float64 = 0.0
+
+
+def test_bad_samples_and_a_flood_are_counted_and_the_run_goes_on(ros_run):
+    steps = 150
+    run = ros_run(steps, "--realtime")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/cmd_vel", "rt/beta/cmd_vel"})
+    cmd = peer.writer("/alpha/cmd_vel", "geometry_msgs/msg/Twist")
+    # Another participant writes the wrong layout under the right type name.
+    other = DomainParticipant(run.domain)
+    short = DataWriter(other, Topic(other, "rt/beta/cmd_vel", ShortTwist), qos=ros2.reliable(10))
+    time.sleep(0.5)
+    nan = ros2.Twist(linear=ros2.Vector3(x=float("nan")))
+    for _ in range(5):
+        cmd.write(nan)
+        short.write(ShortTwist(x=1.0))
+        time.sleep(0.02)
+    # A flood: 5,000 commands as fast as Python writes them.
+    flood_started = time.monotonic()
+    for i in range(5000):
+        cmd.write(ros2.Twist(linear=ros2.Vector3(x=0.1), angular=ros2.Vector3(z=0.001 * i)))
+    flood_s = time.monotonic() - flood_started
+    started = time.monotonic()
+    metrics = run.metrics()
+    r = metrics["ros2"]
+    assert metrics["steps"] == steps and metrics["interrupted"] is False
+    assert r["malformed"] >= 10, r
+    assert r["commands"] >= 1 and r["publish_errors"] == 0, r
+    # In real time, 150 steps take 3 s: the flood did not hold the steps back.
+    assert metrics["wall_time_s"] < 3.0 + flood_s + 2.0, (metrics["wall_time_s"], flood_s)
+    assert time.monotonic() - started < 10
+
+
+def alpha_command(k):
+    return 0.25, 1.2 * math.sin(k / 15)
+
+
+def beta_command(k):
+    return 0.15 * (k % 40 < 30), -0.4
+
+
+STEPS = 200
+
+
+def test_lockstep_gives_the_hash_of_the_same_commands_over_the_program_protocol(ros_run, tmp_path):
+    run = ros_run(STEPS, "--set", "ros2.lockstep=true")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/cmd_vel", "rt/beta/cmd_vel", "rt/clock", "rt/alpha/odom"})
+    clock = peer.reader("/clock", "rosgraph_msgs/msg/Clock")
+    odom = peer.reader("/alpha/odom", "nav_msgs/msg/Odometry")
+    cmd = {r: peer.writer(f"/{r}/cmd_vel", "geometry_msgs/msg/Twist") for r in ("alpha", "beta")}
+
+    def send(k):
+        for robot, command in (("alpha", alpha_command), ("beta", beta_command)):
+            v, w = command(k)
+            cmd[robot].write(ros2.Twist(linear=ros2.Vector3(x=v), angular=ros2.Vector3(z=w)))
+
+    # The command of step k goes out once /clock says step k - 1 ended.
+    time.sleep(0.5)  # the writers matched crsim's readers
+    send(0)
+    sent, deadline, odoms = 1, time.monotonic() + 60, []
+    while sent < STEPS and time.monotonic() < deadline:
+        for c in clock.take(N=100):
+            step = round((c.clock.sec * 10**9 + c.clock.nanosec) / NS_PER_STEP)
+            assert step == sent, (step, sent)
+            send(step)
+            sent += 1
+        odoms += odom.take(N=100)
+        time.sleep(0.0005)
+    metrics = run.metrics()
+    odoms += take_all(odom)
+    assert metrics["steps"] == STEPS and metrics["ros2"]["late"] == 0, metrics["ros2"]
+    assert metrics["ros2"]["commands"] == 2 * STEPS
+
+    # The decoded odometry of the last step is crsim's own report of it, to the last bit of f32.
+    last = next(o for o in reversed(odoms) if o.header.stamp.sec * 10**9 + o.header.stamp.nanosec == STEPS * NS_PER_STEP)
+    alpha = next(r for r in metrics["robots"] if r["name"] == "alpha")
+    f32 = lambda x: struct_f32(x)  # noqa: E731
+    assert (f32(last.pose.pose.position.x), f32(last.pose.pose.position.y)) == (f32(alpha["x"]), f32(alpha["y"]))
+
+    # The same commands through the program protocol over TCP, the bridge off.
+    tcp_out = tmp_path / "tcp.json"
+    with Crsim(SCENE, steps=STEPS, out=tcp_out, args=["--set", "ros2.enabled=false"]) as sim:
+        client = Client(sim.host, sim.port)
+        client.register(["alpha", "beta"])
+        for step in client.steps():
+            for robot, command in (("alpha", alpha_command), ("beta", beta_command)):
+                client.drive(robot, *command(step.step))
+    tcp = json.loads(tcp_out.read_text())
+    assert tcp["steps"] == STEPS
+    assert metrics["hash"] == tcp["hash"]
+
+
+def struct_f32(x):
+    import struct
+
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def test_the_example_drives_two_namespaced_robots(ros_run):
+    import sys
+
+    from conftest import EXAMPLES
+
+    run = ros_run(400, "--realtime")
+    out = subprocess.run([sys.executable, str(EXAMPLES / "ros2_drive.py"), "--domain", str(run.domain), "--seconds",
+                          "4"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    ys = {r: [float(line.split()[6]) for line in lines if line.split()[2] == r] for r in ("alpha", "beta")}
+    assert len(ys["alpha"]) >= 4 and len(ys["beta"]) >= 4, out.stdout
+    # beta drives straight up from y = 0.6 at 0.1 m/s.
+    assert ys["beta"][-1] - ys["beta"][0] > 0.15, ys["beta"]
+    run.metrics()
