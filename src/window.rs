@@ -154,10 +154,18 @@ pub struct AppPlugin {
 #[cfg(feature = "app")]
 impl Plugin for AppPlugin {
     fn build(&self, app: &mut App) {
-        app.add_plugins(DefaultPlugins.set(WindowPlugin {
-            primary_window: Some(Window { title: "crsim".into(), resolution: (1280, 800).into(), ..default() }),
-            ..default()
-        }))
+        app.add_plugins(
+            DefaultPlugins
+                .set(WindowPlugin {
+                    primary_window: Some(Window { title: "crsim".into(), resolution: (1280, 800).into(), ..default() }),
+                    ..default()
+                })
+                // The DDS stack's own chatter (every socket it closes at exit) stays out.
+                .set(bevy::log::LogPlugin {
+                    filter: format!("{}rustdds=warn,ros2_client=warn", bevy::log::DEFAULT_FILTER),
+                    ..default()
+                }),
+        )
         .add_plugins(bevy_egui::EguiPlugin::default())
         .add_plugins(crate::run::SimPlugin)
         .insert_resource(crate::sim::SimClock::real_time())

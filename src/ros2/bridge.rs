@@ -16,11 +16,12 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::msgs::{self, RobotState, Time};
-use crate::control::programs::protocol::RobotAction;
+use crate::comms::RadioIn;
+use crate::control::programs::protocol::{InMessage, OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
 use crate::robot::{AppliedDrive, Battery, BumpSensor, Gripper, RangeScan, RangeSensor, Robot, pose};
 use crate::scene::ActiveScene;
-use crate::scene::schema::{LatePolicy, Ros2Spec};
+use crate::scene::schema::{LatePolicy, ProgramsSpec, Ros2Spec};
 use crate::sim::{RobotOrder, SimTime};
 
 /// The most `cmd_vel` samples read for one robot in one step: a flood beyond it waits in DDS's
@@ -42,6 +43,11 @@ pub struct Ros2Stats {
     pub superseded: u64,
     /// Lock-step: robot-steps whose command did not come in time.
     pub late: u64,
+    /// Radio messages taken from `radio/send` and handed to the radio.
+    pub radio_sent: u64,
+    /// `radio/send` samples that were not a message (`{"to": ROBOT, "content": ...}`), or
+    /// longer than the scene's `programs.max_message_bytes`.
+    pub radio_malformed: u64,
 }
 
 /// One robot's side of the bridge on the simulation's thread: what it reads and remembers.
@@ -52,6 +58,8 @@ struct RobotTopics {
     frames: (String, String),
     /// Program robots only: the others are not driven from outside.
     cmd_vel: Option<Subscription<msgs::Twist>>,
+    /// Program robots only: messages to send over crsim's radio.
+    radio_send: Option<Subscription<msgs::Text>>,
     /// The step of the last scan passed on.
     last_scan: Option<u64>,
     /// Lock-step: a command came from this robot's node, and (late policy `Drop`) it is awaited.
@@ -69,6 +77,8 @@ struct RobotPublishers {
     battery: Publisher<msgs::BatteryState>,
     bump: Publisher<msgs::Bool>,
     gripper: Publisher<msgs::Bool>,
+    /// Messages the radio delivered to it.
+    radio_received: Publisher<msgs::Text>,
 }
 
 /// A sample for the writer thread: the robot's index in the bridge's list, and the message.
@@ -78,6 +88,7 @@ enum Sample {
     Battery(usize, msgs::BatteryState),
     Bump(usize, bool),
     Gripper(usize, bool),
+    Received(usize, String),
     Tf(msgs::TfMessage),
     Clock(msgs::Clock),
 }
@@ -99,6 +110,7 @@ impl Outbox {
             Sample::Battery(i, m) => robot(i).battery.publish(m).is_ok(),
             Sample::Bump(i, data) => robot(i).bump.publish(msgs::Bool { data }).is_ok(),
             Sample::Gripper(i, data) => robot(i).gripper.publish(msgs::Bool { data }).is_ok(),
+            Sample::Received(i, data) => robot(i).radio_received.publish(msgs::Text { data }).is_ok(),
             Sample::Tf(m) => self.tf.publish(m).is_ok(),
             Sample::Clock(m) => self.clock.publish(m).is_ok(),
         }
@@ -305,9 +317,29 @@ fn latched_qos() -> QosProfile {
     qos(Durability::TransientLocal, true, 1)
 }
 
+/// The radio's messages: reliable, every one kept until taken (up to 100).
+fn radio_qos() -> QosProfile {
+    qos(Durability::Volatile, true, 100)
+}
+
 /// Sensor data (`scan`): best effort, as ROS 2's `SensorDataQoS` and real lidar drivers.
 fn sensor_qos() -> QosProfile {
     qos(Durability::Volatile, false, 5)
+}
+
+fn subscription<M: 'static>(
+    node: &mut Node,
+    namespace: &str,
+    topic: &str,
+    (package, kind): (&str, &str),
+    qos: &QosProfile,
+) -> Result<Subscription<M>, String> {
+    let name =
+        RosName::parse(&format!("{namespace}/{topic}")).map_err(|e| format!("topic {namespace}/{topic}: {e}"))?;
+    let t = node
+        .create_topic(&name, MessageTypeName::new(package, kind), qos)
+        .map_err(|e| format!("topic {name}: {e:?}"))?;
+    node.create_subscription(&t, None).map_err(|e| format!("subscription of {name}: {e:?}"))
 }
 
 fn publisher<M: Serialize>(
@@ -317,7 +349,8 @@ fn publisher<M: Serialize>(
     (package, kind): (&str, &str),
     qos: &QosProfile,
 ) -> Result<Publisher<M>, String> {
-    let name = RosName::new(namespace, topic).map_err(|e| format!("topic {namespace}/{topic}: {e}"))?;
+    let full = format!("{}/{topic}", namespace.trim_end_matches('/'));
+    let name = RosName::parse(&full).map_err(|e| format!("topic {full}: {e}"))?;
     let t = node
         .create_topic(&name, MessageTypeName::new(package, kind), qos)
         .map_err(|e| format!("topic {name}: {e:?}"))?;
@@ -335,15 +368,12 @@ fn endpoints(world: &mut World, node: &mut Node, settings: &Ros2Spec) -> Result<
             continue;
         }
         let ns = settings.namespace_of(name);
-        let cmd_vel = if program {
-            let name = RosName::new(&ns, "cmd_vel").map_err(|e| format!("topic {ns}/cmd_vel: {e}"))?;
-            let qos = command_qos();
-            let t = node
-                .create_topic(&name, MessageTypeName::new("geometry_msgs", "Twist"), &qos)
-                .map_err(|e| format!("topic {name}: {e:?}"))?;
-            Some(node.create_subscription(&t, None).map_err(|e| format!("subscription of {name}: {e:?}"))?)
+        let (cmd_vel, radio_send) = if program {
+            let cmd_vel = subscription(node, &ns, "cmd_vel", ("geometry_msgs", "Twist"), &command_qos())?;
+            let send = subscription(node, &ns, "radio/send", ("std_msgs", "String"), &radio_qos())?;
+            (Some(cmd_vel), Some(send))
         } else {
-            None
+            (None, None)
         };
         publishers.push(RobotPublishers {
             odom: publisher(node, &ns, "odom", ("nav_msgs", "Odometry"), &state_qos())?,
@@ -355,12 +385,14 @@ fn endpoints(world: &mut World, node: &mut Node, settings: &Ros2Spec) -> Result<
             battery: publisher(node, &ns, "battery", ("sensor_msgs", "BatteryState"), &state_qos())?,
             bump: publisher(node, &ns, "bump", ("std_msgs", "Bool"), &latched_qos())?,
             gripper: publisher(node, &ns, "gripper", ("std_msgs", "Bool"), &latched_qos())?,
+            radio_received: publisher(node, &ns, "radio/received", ("std_msgs", "String"), &radio_qos())?,
         });
         robots.push(RobotTopics {
             entity: e,
             frames: msgs::frames(&ns),
             namespace: ns,
             cmd_vel,
+            radio_send,
             last_scan: None,
             heard: false,
             awaited: true,
@@ -421,8 +453,8 @@ pub fn command_action(name: &str, twist: &msgs::Twist, max_speed: f32, max_turn:
     }
 }
 
-/// Think stage: each driven robot's `cmd_vel` becomes its program's action — the newest that
-/// came, or in lock-step the next one, waited for.
+/// Think stage: each driven robot's `cmd_vel` and `radio/send` become its program's action —
+/// the newest command that came, or in lock-step the next one, waited for; and every message.
 pub(super) fn receive(
     mut bridge: ResMut<Ros2Bridge>,
     time: Res<SimTime>,
@@ -431,45 +463,105 @@ pub(super) fn receive(
 ) {
     let Ros2Bridge { dds, settings, stats, .. } = &mut *bridge;
     let Some(dds) = dds else { return };
-    let mut apply = |e: Entity, twist: &msgs::Twist| {
-        if let Ok((name, robot, mut program)) = robots.get_mut(e) {
-            program.set_action(command_action(name, twist, robot.max_speed, robot.max_turn));
-        }
-    };
-    if !settings.lockstep {
-        for r in &dds.robots {
-            let Some(sub) = &r.cmd_vel else { continue };
-            if let Some(twist) = newest_command(sub, stats) {
-                apply(r.entity, &twist);
-                stats.commands += 1;
-            }
-        }
-        return;
-    }
     let programs = &active.scene.programs;
-    let first = time.step == 0 || dds.robots.iter().any(|r| r.cmd_vel.is_some() && !r.heard);
+    let commands: Vec<Option<msgs::Twist>> = if settings.lockstep {
+        lockstep_commands(&mut dds.robots, time.step, programs, stats)
+    } else {
+        let mut commands = Vec::with_capacity(dds.robots.len());
+        for r in &dds.robots {
+            let command = r.cmd_vel.as_ref().and_then(|sub| newest_command(sub, stats));
+            stats.commands += u64::from(command.is_some());
+            commands.push(command);
+        }
+        commands
+    };
+    for (r, twist) in dds.robots.iter().zip(commands) {
+        let sends =
+            r.radio_send.as_ref().map_or_else(Vec::new, |sub| radio_messages(sub, programs.max_message_bytes, stats));
+        if twist.is_none() && sends.is_empty() {
+            continue;
+        }
+        if let Ok((name, robot, mut program)) = robots.get_mut(r.entity) {
+            let mut action = match twist {
+                Some(t) => command_action(name, &t, robot.max_speed, robot.max_turn),
+                None => RobotAction {
+                    name: name.to_string(),
+                    drive: None,
+                    skill: None,
+                    grip: None,
+                    lamp: None,
+                    send: vec![],
+                },
+            };
+            stats.radio_sent += sends.len() as u64;
+            action.send = sends;
+            program.set_action(action);
+        }
+    }
+}
+
+/// Lock-step: each driven robot's next command, waited for (the first up to
+/// `wait_for_robots`, then up to `step_timeout`); a late robot's as `programs.late` says
+/// (`Keep`: none, `Stop`: a stop, `Drop`: a stop, and it is awaited no more until it speaks).
+fn lockstep_commands(
+    robots: &mut [RobotTopics],
+    step: u64,
+    programs: &ProgramsSpec,
+    stats: &mut Ros2Stats,
+) -> Vec<Option<msgs::Twist>> {
+    let first = step == 0 || robots.iter().any(|r| r.cmd_vel.is_some() && !r.heard);
     let wait = if first { programs.wait_for_robots } else { programs.step_timeout };
     let deadline = Instant::now() + Duration::from_secs_f32(wait);
     let (stop, drop) = (programs.late != LatePolicy::Keep, programs.late == LatePolicy::Drop);
-    for r in &mut dds.robots {
-        let Some(sub) = &r.cmd_vel else { continue };
+    let mut commands = Vec::with_capacity(robots.len());
+    for r in robots {
+        let Some(sub) = &r.cmd_vel else {
+            commands.push(None);
+            continue;
+        };
         let limit = if r.awaited { deadline } else { Instant::now() };
-        match next_command(sub, limit, stats) {
+        let command = match next_command(sub, limit, stats) {
             Some(twist) => {
-                apply(r.entity, &twist);
                 stats.commands += 1;
                 (r.heard, r.awaited) = (true, true);
+                Some(twist)
             }
             None if r.awaited => {
                 stats.late += 1;
-                if stop {
-                    apply(r.entity, &msgs::Twist::default());
-                }
                 r.awaited = !drop;
+                stop.then(msgs::Twist::default)
             }
-            None => {}
+            None => None,
+        };
+        commands.push(command);
+    }
+    commands
+}
+
+/// The messages waiting on a robot's `radio/send`: each a JSON `{"to": ROBOT, "content": ...}`
+/// (no `to`: a broadcast) as robot programs send them, its content at most `max_bytes` of JSON.
+fn radio_messages(sub: &Subscription<msgs::Text>, max_bytes: usize, stats: &mut Ros2Stats) -> Vec<OutMessage> {
+    let mut out = Vec::new();
+    for _ in 0..MAX_COMMANDS_PER_STEP {
+        match sub.take() {
+            Ok(Some((text, _))) => match radio_message(&text.data, max_bytes) {
+                Some(m) => out.push(m),
+                None => stats.radio_malformed += 1,
+            },
+            Ok(None) => break,
+            Err(_) => stats.radio_malformed += 1,
         }
     }
+    out
+}
+
+/// One `radio/send` sample as a message, if it is one within `max_bytes` of content.
+pub fn radio_message(text: &str, max_bytes: usize) -> Option<OutMessage> {
+    if text.len() > max_bytes.saturating_mul(2).saturating_add(256) {
+        return None;
+    }
+    let m: OutMessage = serde_json::from_str(text).ok()?;
+    (serde_json::to_string(&m.content).ok()?.len() <= max_bytes).then_some(m)
 }
 
 /// Lock-step: the next valid command of a robot's `cmd_vel`, waited for until `deadline`.
@@ -493,6 +585,7 @@ fn next_command(sub: &Subscription<msgs::Twist>, deadline: Instant, stats: &mut 
 }
 
 type Published<'a> = (
+    Option<&'a RadioIn>,
     &'a Transform,
     &'a AppliedDrive,
     &'a Battery,
@@ -515,8 +608,17 @@ pub(super) fn publish(mut bridge: ResMut<Ros2Bridge>, time: Res<SimTime>, robots
     let mut batch = Vec::with_capacity(2 * dds.robots.len() + 2);
     let mut transforms = Vec::new();
     for (i, r) in dds.robots.iter_mut().enumerate() {
-        let Ok((t, drive, battery, bump, gripper, range)) = robots.get(r.entity) else { continue };
+        let Ok((inbox, t, drive, battery, bump, gripper, range)) = robots.get(r.entity) else { continue };
         let frames = (r.frames.0.as_str(), r.frames.1.as_str());
+        for m in inbox.map_or(&[][..], |i| &i.0[..]) {
+            let delivered = InMessage {
+                from: m.sender().to_string(),
+                sent: m.sent_step,
+                broadcast: m.receiver().is_none(),
+                content: m.content().to_json(),
+            };
+            batch.push(Sample::Received(i, serde_json::to_string(&delivered).unwrap_or_default()));
+        }
         if state_due {
             let (p, heading) = pose(t);
             let state = RobotState { x: p.x, y: p.y, heading, linear: drive.linear, angular: drive.angular };
@@ -573,6 +675,8 @@ pub(super) fn report_section(world: &mut World) -> Option<(String, serde_json::V
             "malformed": stats.malformed,
             "superseded": stats.superseded,
             "late": stats.late,
+            "radio_sent": stats.radio_sent,
+            "radio_malformed": stats.radio_malformed,
             "lockstep": bridge.settings.lockstep,
         }),
     ))
@@ -595,6 +699,17 @@ mod tests {
             "--ros2-domain 300 is not a domain id: DDS domains are 0..=232"
         );
         assert!(domain_id(None, None, Some("233")).unwrap_err().starts_with("ROS_DOMAIN_ID 233"));
+    }
+
+    #[test]
+    fn a_radio_sample_is_a_message_with_its_content_within_the_limit() {
+        let m = radio_message(r#"{"to": "beta", "content": {"claim": {"pen": "p1", "distance": 1.5}}}"#, 64).unwrap();
+        assert_eq!(m.to.as_deref(), Some("beta"));
+        assert_eq!(radio_message(r#"{"content": "hello"}"#, 64).unwrap().to, None);
+        assert!(radio_message("not json", 64).is_none());
+        assert!(radio_message(r#"{"to": "beta"}"#, 64).is_none(), "a message has content");
+        assert!(radio_message(r#"{"content": "0123456789"}"#, 8).is_none(), "12 bytes of JSON over 8");
+        assert!(radio_message(&format!(r#"{{"content": "{}"}}"#, "x".repeat(10_000)), 64).is_none());
     }
 
     #[test]

@@ -41,7 +41,11 @@ pub struct Ros2Request {
 pub fn plugin(app: &mut App) {
     app.init_resource::<Ros2Request>()
         .init_resource::<Ros2Bridge>()
-        .add_systems(PreUpdate, open.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
+        // On every scene loaded, and when the request changes (the app's panel).
+        .add_systems(
+            PreUpdate,
+            open.run_if(on_message::<SceneLoaded>.or_eager(resource_changed::<Ros2Request>)).in_set(LoadSystems::React),
+        )
         // After the program server's exchange: both give program robots their actions.
         .add_systems(FixedUpdate, bridge::receive.in_set(ThinkSystems::Receive).after(ProgramExchange))
         .add_systems(FixedUpdate, bridge::publish.in_set(SimSystems::Record));
@@ -61,7 +65,7 @@ pub fn serve(app: &mut App, settings: &Ros2Spec, domain: u16) -> Result<(), Stri
 /// serves, the program robots take their commands from `cmd_vel` (no program server opens).
 fn open(world: &mut World) {
     let request = world.resource::<Ros2Request>().clone();
-    let active = world.resource::<crate::scene::ActiveScene>();
+    let Some(active) = world.get_resource::<crate::scene::ActiveScene>() else { return };
     // Once per scene loaded and request: `serve` opens at once, before the load's message is read.
     let key = (active.generation, request.clone());
     if world.resource::<Ros2Bridge>().opened_for.as_ref() == Some(&key) {
@@ -214,5 +218,23 @@ mod tests {
         // Each step: /clock, /tf and each robot's odom (the last two steps' may be on their way).
         let stats = bridge.stats();
         assert!(stats.published >= 8 * (2 + 10), "{stats:?}");
+    }
+
+    /// The app's switch: changing the request opens or closes the bridge on the running scene.
+    #[test]
+    fn switching_the_request_opens_and_closes_it_live() {
+        let mut scene = ros2_scene();
+        scene.ros2.enabled = false;
+        scene.programs.port = 0;
+        let mut app = app(scene, Ros2Request { domain_id: Some(test_domain()), ..Default::default() });
+        assert_eq!(app.world().resource::<Ros2Bridge>().domain(), None);
+        app.world_mut().resource_mut::<Ros2Request>().enabled = true;
+        app.update();
+        assert_eq!(app.world().resource::<Ros2Bridge>().domain(), Some(test_domain()));
+        assert!(app.world().contains_resource::<InProcess>());
+        app.world_mut().resource_mut::<Ros2Request>().enabled = false;
+        app.update();
+        assert_eq!(app.world().resource::<Ros2Bridge>().domain(), None);
+        assert!(!app.world().contains_resource::<InProcess>());
     }
 }

@@ -22,6 +22,7 @@ use crate::robot::{
     AppliedDrive, Battery, BumpSensor, CameraView, DriveCommand, GripSensor, HomeDen, LampState, Odometry, PowerSensor,
     Robot, pose,
 };
+use crate::ros2::{Ros2Bridge, Ros2Request};
 use crate::run::hot_reload::reload_from;
 use crate::scene::schema::PhysicsMode;
 use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus};
@@ -334,6 +335,8 @@ struct ControllerViews<'w, 's> {
     programs: Query<'w, 's, (Entity, &'static Name, &'static Program)>,
     program_server: Res<'w, ProgramServer>,
     gate: Res<'w, StepGate>,
+    ros2: Option<Res<'w, Ros2Bridge>>,
+    ros2_request: Option<ResMut<'w, Ros2Request>>,
 }
 
 fn control_panel(
@@ -391,6 +394,7 @@ fn control_panel(
             bot_manager_section(ui, &bots, &mut selection);
             remote_section(ui, &controllers.remotes, &mut selection);
             programs_section(ui, &controllers, &mut selection);
+            ros2_section(ui, &mut controllers, scene.active.as_deref());
             explorer_section(ui, &mut controllers.explorers, &selection);
             ui.separator();
             network::network_section(ui, selection.0.and_then(|e| controllers.networks.get(e).ok()), &names);
@@ -416,6 +420,41 @@ fn control_panel(
     });
     panel_width.0 = response.response.rect.width();
     Ok(())
+}
+
+/// ROS 2: serving or not (a switch over the scene's `ros2.enabled`), where, each robot's
+/// namespace, and what the bridge counted.
+fn ros2_section(ui: &mut egui::Ui, views: &mut ControllerViews, active: Option<&ActiveScene>) {
+    let (Some(bridge), Some(request)) = (views.ros2.as_deref(), views.ros2_request.as_deref_mut()) else { return };
+    let by_scene = active.is_some_and(|a| a.scene.ros2.enabled);
+    egui::CollapsingHeader::new("ROS 2").default_open(bridge.domain().is_some()).show(ui, |ui| {
+        let mut on = request.enabled || by_scene;
+        let switch = ui.add_enabled(!by_scene, egui::Checkbox::new(&mut on, "serve every robot over ROS 2 (DDS)"));
+        if switch.changed() {
+            request.enabled = on;
+        }
+        if by_scene {
+            ui.label(egui::RichText::new("the scene's ros2.enabled serves it").small());
+        }
+        match (bridge.domain(), &bridge.error) {
+            (Some(d), _) => ui.label(format!("domain {d}: {}", bridge.namespaces().join(" "))),
+            (None, Some(e)) => ui.colored_label(palette::ERROR, e),
+            (None, None) => ui.label("not serving"),
+        };
+        let s = bridge.stats();
+        ui.label(
+            egui::RichText::new(format!(
+                "published {}  refused {}  commands {}  malformed {}  late {}  radio sent {}",
+                s.published,
+                s.publish_errors,
+                s.commands,
+                s.malformed + s.radio_malformed,
+                s.late,
+                s.radio_sent
+            ))
+            .small(),
+        );
+    });
 }
 
 /// Robot programs: where they connect, which robots step 0 still waits for, each connection and
@@ -449,10 +488,12 @@ fn programs_section(ui: &mut egui::Ui, views: &ControllerViews, selection: &mut 
         for (id, peer, robots, late) in server.connections() {
             ui.label(egui::RichText::new(format!("#{id} {peer}: {} (late {late})", robots.join(", "))).small());
         }
+        let by_ros = views.ros2.as_ref().is_some_and(|b| b.domain().is_some());
         for (e, name, p) in &views.programs {
             let state = match (p.connection, p.disconnected) {
                 (Some(c), _) => format!("program #{c}, {:?}", p.comm),
                 (None, true) => "disconnected".to_string(),
+                (None, false) if by_ros => "ROS 2 cmd_vel".to_string(),
                 (None, false) => "awaited".to_string(),
             };
             let text = format!("{name}: {state}, answered {}, late {}", p.answered, p.late);

@@ -138,6 +138,13 @@ class Bool(IdlStruct, typename="std_msgs::msg::dds_::Bool_"):
 
 
 @dataclass
+class String(IdlStruct, typename="std_msgs::msg::dds_::String_"):
+    """`std_msgs/msg/String`: crsim's radio topics carry JSON in it."""
+
+    data: str = ""
+
+
+@dataclass
 class Clock(IdlStruct, typename="rosgraph_msgs::msg::dds_::Clock_"):
     clock: Time = field(default_factory=Time)
 
@@ -167,6 +174,7 @@ TYPES = {
     "sensor_msgs/msg/LaserScan": LaserScan,
     "sensor_msgs/msg/BatteryState": BatteryState,
     "std_msgs/msg/Bool": Bool,
+    "std_msgs/msg/String": String,
     "rosgraph_msgs/msg/Clock": Clock,
     "tf2_msgs/msg/TFMessage": TFMessage,
 }
