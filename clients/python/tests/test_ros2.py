@@ -287,3 +287,33 @@ def test_radio_messages_cross_a_lossy_link_counted_on_both_sides(ros_run):
     assert len(from_alpha) == 100 - alpha["dropped"], alpha
     ks = [m["content"]["k"] for m in from_alpha]
     assert ks == sorted(ks) and all(not m["broadcast"] for m in from_alpha)
+
+
+def test_in_lockstep_a_peer_that_vanishes_leaves_its_robots_late_and_the_run_goes_on(ros_run):
+    steps = 60
+    run = ros_run(steps, "--set", "ros2.lockstep=true", "--set", "programs.step_timeout=0.2", "--set",
+                  "programs.late=Stop")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/cmd_vel", "rt/beta/cmd_vel", "rt/clock"})
+    clock = peer.reader("/clock", "rosgraph_msgs/msg/Clock")
+    cmd = {r: peer.writer(f"/{r}/cmd_vel", "geometry_msgs/msg/Twist") for r in ("alpha", "beta")}
+    time.sleep(0.5)
+
+    def send():
+        for w in cmd.values():
+            w.write(ros2.Twist(linear=ros2.Vector3(x=0.2)))
+
+    send()
+    sent, deadline = 1, time.monotonic() + 30
+    while sent < 20 and time.monotonic() < deadline:
+        for _ in clock.take(N=100):
+            send()
+            sent += 1
+        time.sleep(0.0005)
+    # The peer is gone: its participant and writers with it, mid-run.
+    del cmd, clock, peer
+    metrics = run.metrics(timeout=60)
+    r = metrics["ros2"]
+    assert metrics["steps"] == steps and r["commands"] == 2 * 20, r
+    # Every later step waited 0.2 s for the robots, counted both late, and stopped them.
+    assert r["late"] == 2 * (steps - 20), r
