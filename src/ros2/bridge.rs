@@ -611,13 +611,8 @@ pub(super) fn publish(mut bridge: ResMut<Ros2Bridge>, time: Res<SimTime>, robots
         let Ok((inbox, t, drive, battery, bump, gripper, range)) = robots.get(r.entity) else { continue };
         let frames = (r.frames.0.as_str(), r.frames.1.as_str());
         for m in inbox.map_or(&[][..], |i| &i.0[..]) {
-            let delivered = InMessage {
-                from: m.sender().to_string(),
-                sent: m.sent_step,
-                broadcast: m.receiver().is_none(),
-                content: m.content().to_json(),
-            };
-            batch.push(Sample::Received(i, serde_json::to_string(&delivered).unwrap_or_default()));
+            let json = serde_json::to_string(&InMessage::delivered(m)).unwrap_or_default();
+            batch.push(Sample::Received(i, json));
         }
         if state_due {
             let (p, heading) = pose(t);

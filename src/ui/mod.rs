@@ -425,7 +425,8 @@ fn control_panel(
 /// ROS 2: serving or not (a switch over the scene's `ros2.enabled`), where, each robot's
 /// namespace, and what the bridge counted.
 fn ros2_section(ui: &mut egui::Ui, views: &mut ControllerViews, active: Option<&ActiveScene>) {
-    let (Some(bridge), Some(request)) = (views.ros2.as_deref(), views.ros2_request.as_deref_mut()) else { return };
+    // The request is written only when the switch changes: the bridge reopens on a change.
+    let (Some(bridge), Some(request)) = (views.ros2.as_deref(), views.ros2_request.as_mut()) else { return };
     let by_scene = active.is_some_and(|a| a.scene.ros2.enabled);
     egui::CollapsingHeader::new("ROS 2").default_open(bridge.domain().is_some()).show(ui, |ui| {
         let mut on = request.enabled || by_scene;

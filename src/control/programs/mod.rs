@@ -697,17 +697,7 @@ fn reading(r: &SensedItem, program: &mut Program, echoes: &[SonarEcho], name_of:
             .filter(|x| x.robot == r.entity)
             .map(|x| SonarReading { sonar: name_of(x.sonar), distance: x.distance })
             .collect(),
-        messages: r
-            .inbox
-            .0
-            .iter()
-            .map(|m| InMessage {
-                from: m.sender().to_string(),
-                sent: m.sent_step,
-                broadcast: m.receiver().is_none(),
-                content: m.content().to_json(),
-            })
-            .collect(),
+        messages: r.inbox.0.iter().map(InMessage::delivered).collect(),
         boxed: r.gripper.boxed,
         visited: program.visited.len() as u32,
         range: r.range.map(|scan| scan.distances.clone()),

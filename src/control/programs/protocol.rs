@@ -322,6 +322,18 @@ pub struct InMessage {
     pub content: Value,
 }
 
+impl InMessage {
+    /// A message the radio delivered, as programs (and ROS 2 nodes) read it.
+    pub fn delivered(m: &crate::comms::model::Message<crate::comms::Payload>) -> Self {
+        InMessage {
+            from: m.sender().to_string(),
+            sent: m.sent_step,
+            broadcast: m.receiver().is_none(),
+            content: m.content().to_json(),
+        }
+    }
+}
+
 /// One robot's readings for one step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reading {
