@@ -26,6 +26,15 @@ use crate::world::{Boxed, Held, Pen, Sonar};
 pub trait Sink: Send + Sync {
     /// Takes one record; an error ends this sink (the run goes on).
     fn write(&mut self, record: &Arc<Record>) -> Result<(), String>;
+    /// Whether it takes messages of foreign channels (the ROS 2 topics): a ROS 2 bag does;
+    /// crsim's recordings and viewers (crsim's own records) do not.
+    fn wants_foreign(&self) -> bool {
+        false
+    }
+    /// Takes a message of a foreign channel, if it [wants them](Sink::wants_foreign).
+    fn write_foreign(&mut self, _message: &Arc<ForeignMessage>) -> Result<(), String> {
+        Ok(())
+    }
     /// The run ended after `end`; finish the output.
     fn finish(&mut self, end: &EndMeta) -> Result<(), String>;
     fn name(&self) -> String;
@@ -37,6 +46,8 @@ pub struct Recorder {
     pub sinks: Vec<Box<dyn Sink>>,
     /// Errors of sinks that stopped, for the panel and the command line.
     pub errors: Vec<String>,
+    /// Recordings started so far: a sink added to none starts one, written afresh.
+    pub started: u64,
     /// Steps recorded so far.
     pub steps: u64,
     pub last_step: Option<u64>,
@@ -62,7 +73,7 @@ impl Recorder {
     pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
         if self.sinks.is_empty() {
             let errors = std::mem::take(&mut self.errors);
-            *self = Recorder { errors, ..default() };
+            *self = Recorder { errors, started: self.started + 1, ..default() };
         }
         self.sinks.push(sink);
     }
@@ -71,8 +82,25 @@ impl Recorder {
     pub fn emit(&mut self, record: Record) {
         // Shared by the sinks: a file's writing thread takes it without a copy.
         let record = Arc::new(record);
+        self.write_every_sink(|s| s.write(&record));
+    }
+
+    /// Whether a sink takes messages of foreign channels (a ROS 2 bag being written).
+    pub fn wants_foreign(&self) -> bool {
+        self.sinks.iter().any(|s| s.wants_foreign())
+    }
+
+    /// Sends a message of a foreign channel (see [`ForeignChannel`]) to every sink that takes
+    /// them.
+    pub fn emit_foreign(&mut self, message: ForeignMessage) {
+        let message = Arc::new(message);
+        self.write_every_sink(|s| if s.wants_foreign() { s.write_foreign(&message) } else { Ok(()) });
+    }
+
+    /// Runs `write` on every sink, dropping the sinks that fail.
+    fn write_every_sink(&mut self, mut write: impl FnMut(&mut Box<dyn Sink>) -> Result<(), String>) {
         let errors = &mut self.errors;
-        self.sinks.retain_mut(|s| match s.write(&record) {
+        self.sinks.retain_mut(|s| match write(s) {
             Ok(()) => true,
             Err(e) => {
                 let e = format!("{}: {e}", s.name());

@@ -706,6 +706,31 @@ impl Body {
     }
 }
 
+/// A channel of another format that a floor above writes through the recorder into a file of
+/// its own — the ROS 2 bridge's topics as CDR with `ros2msg` schemas, into a ROS 2 bag that
+/// `ros2 bag play`, Foxglove and `rosbags` open (see [`crate::record::writer::FileSink::foreign`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignChannel {
+    pub topic: String,
+    /// How messages are encoded (`cdr`).
+    pub message_encoding: String,
+    /// The schema's name (`nav_msgs/msg/Odometry`), encoding (`ros2msg`) and text.
+    pub schema_name: String,
+    pub schema_encoding: String,
+    pub schema: String,
+    /// The channel's metadata (a ROS 2 topic's `offered_qos_profiles`).
+    pub metadata: std::collections::BTreeMap<String, String>,
+}
+
+/// A message of a foreign channel: its bytes, logged at `log_time` (nanoseconds of simulated
+/// time, as crsim's own records are).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignMessage {
+    pub channel: std::sync::Arc<ForeignChannel>,
+    pub log_time: u64,
+    pub data: Vec<u8>,
+}
+
 /// A message of the stream: its step and its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {

@@ -3,11 +3,15 @@
 //! writing happen on a thread of their own, and so does encoding the records to JSON: the
 //! simulation only hands typed records over, in batches.
 //!
+//! The same writer makes files of foreign channels only ([`FileSink::foreign`]: a ROS 2 bag, whose
+//! MCAP profile allows CDR channels alone), each channel added when its first message comes.
+//!
 //! The file is written as `FILE.part` and renamed to `FILE` when finished, so `FILE` is always
 //! a complete recording. A run killed mid-way leaves `FILE.part`, which reads up to its last
 //! complete chunk.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -16,7 +20,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use super::capture::Sink;
-use super::format::{CHANNELS, Channel, EndMeta, META_END, META_RUN, PROFILE, Record, RunMeta};
+use super::format::{CHANNELS, Channel, EndMeta, ForeignMessage, META_END, META_RUN, PROFILE, Record, RunMeta};
 
 /// Uncompressed bytes per chunk: large enough to compress well, small enough that seeking to a
 /// step decompresses little.
@@ -28,18 +32,26 @@ const ZSTD_LEVEL: u32 = 1;
 /// per record cost more in thread wake-ups than the compression itself.
 const BATCH_BYTES: usize = 64 * 1024;
 
+/// A message for the writing thread.
+enum Item {
+    Record(Arc<Record>),
+    Foreign(Arc<ForeignMessage>),
+}
+
 enum Job {
-    Records(Vec<Arc<Record>>),
+    Records(Vec<Item>),
     Finish(EndMeta),
 }
 
 /// A recording being written to a file.
 pub struct FileSink {
     path: PathBuf,
+    /// A file of foreign channels only (a ROS 2 bag), which passes over crsim's records.
+    foreign: bool,
     tx: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<Result<(), String>>>,
     /// Records not yet handed over, and their size.
-    batch: Vec<Arc<Record>>,
+    batch: Vec<Item>,
     batch_bytes: usize,
 }
 
@@ -62,11 +74,17 @@ pub fn check_target(path: &Path) -> Result<(), String> {
 
 type McapWriter = mcap::Writer<BufWriter<File>>;
 
-fn open_writer(part: &Path, meta: &RunMeta) -> Result<(McapWriter, BTreeMap<Channel, u16>), String> {
+/// Opens `part` with `profile`; a crsim recording (`meta` given) starts with its run's metadata
+/// and crsim's channels.
+fn open_writer(
+    part: &Path,
+    profile: &str,
+    meta: Option<&RunMeta>,
+) -> Result<(McapWriter, BTreeMap<Channel, u16>), String> {
     let file = File::create(part).map_err(|e| format!("cannot create {}: {e}", part.display()))?;
     let err = |e: mcap::McapError| format!("cannot write {}: {e}", part.display());
     let mut w = mcap::WriteOptions::new()
-        .profile(PROFILE)
+        .profile(profile)
         .library(format!("crsim {}", env!("CARGO_PKG_VERSION")))
         .compression(Some(mcap::Compression::Zstd))
         .compression_level(ZSTD_LEVEL)
@@ -76,8 +94,9 @@ fn open_writer(part: &Path, meta: &RunMeta) -> Result<(McapWriter, BTreeMap<Chan
         .chunk_size(Some(CHUNK_SIZE))
         .create(BufWriter::with_capacity(1 << 20, file))
         .map_err(err)?;
-    w.write_metadata(&mcap::records::Metadata { name: META_RUN.into(), metadata: meta.to_map() }).map_err(err)?;
     let mut ids = BTreeMap::new();
+    let Some(meta) = meta else { return Ok((w, ids)) };
+    w.write_metadata(&mcap::records::Metadata { name: META_RUN.into(), metadata: meta.to_map() }).map_err(err)?;
     for c in CHANNELS {
         let schema = w.add_schema(c.schema_name(), "jsonschema", c.schema().as_bytes()).map_err(err)?;
         let id = w.add_channel(schema, c.topic(), "json", &BTreeMap::new()).map_err(err)?;
@@ -96,24 +115,46 @@ fn write_loop(
 ) -> Result<(), String> {
     let err = |e: mcap::McapError| format!("cannot write {}: {e}", part.display());
     let mut sequence = 0u32;
+    // Foreign channels by topic, added as their first message comes.
+    let mut foreign: HashMap<String, u16> = HashMap::new();
     for job in rx {
         match job {
             Job::Records(batch) => {
-                for r in batch {
+                for item in batch {
                     sequence = sequence.wrapping_add(1);
-                    let t = r.step.saturating_mul(dt_ns);
-                    let header = mcap::records::MessageHeader {
-                        channel_id: ids[&r.channel],
-                        sequence,
-                        log_time: t,
-                        publish_time: t,
+                    let (channel_id, t, data): (u16, u64, Cow<[u8]>) = match &item {
+                        Item::Record(r) => {
+                            // A file of foreign channels has none of crsim's (its sink passes over them).
+                            let Some(&id) = ids.get(&r.channel) else { continue };
+                            (id, r.step.saturating_mul(dt_ns), Cow::Owned(r.body.encode()))
+                        }
+                        Item::Foreign(m) => {
+                            let id = match foreign.get(&m.channel.topic) {
+                                Some(&id) => id,
+                                None => {
+                                    let c = &m.channel;
+                                    let schema = w
+                                        .add_schema(&c.schema_name, &c.schema_encoding, c.schema.as_bytes())
+                                        .map_err(err)?;
+                                    let id = w
+                                        .add_channel(schema, &c.topic, &c.message_encoding, &c.metadata)
+                                        .map_err(err)?;
+                                    *foreign.entry(c.topic.clone()).or_default() = id;
+                                    id
+                                }
+                            };
+                            (id, m.log_time, Cow::Borrowed(&m.data))
+                        }
                     };
-                    w.write_to_known_channel(&header, &r.body.encode()).map_err(err)?;
+                    let header = mcap::records::MessageHeader { channel_id, sequence, log_time: t, publish_time: t };
+                    w.write_to_known_channel(&header, &data).map_err(err)?;
                 }
             }
             Job::Finish(end) => {
-                w.write_metadata(&mcap::records::Metadata { name: META_END.into(), metadata: end.to_map() })
-                    .map_err(err)?;
+                if !ids.is_empty() {
+                    w.write_metadata(&mcap::records::Metadata { name: META_END.into(), metadata: end.to_map() })
+                        .map_err(err)?;
+                }
                 w.finish().map_err(err)?;
                 drop(w);
                 std::fs::rename(&part, &path)
@@ -130,18 +171,45 @@ fn write_loop(
 impl FileSink {
     /// Starts a recording of the run `meta` at `path`.
     pub fn create(path: &Path, meta: &RunMeta) -> Result<FileSink, String> {
+        Self::start(path, PROFILE, Some(meta))
+    }
+
+    /// Starts a file of the foreign channels' messages only, with MCAP profile `profile` (`ros2`:
+    /// a ROS 2 bag), at `path`.
+    pub fn foreign(path: &Path, profile: &str) -> Result<FileSink, String> {
+        Self::start(path, profile, None)
+    }
+
+    fn start(path: &Path, profile: &str, meta: Option<&RunMeta>) -> Result<FileSink, String> {
         check_target(path)?;
         let part = part_path(path);
-        let (w, ids) = open_writer(&part, meta)?;
+        let (w, ids) = open_writer(&part, profile, meta)?;
         // A few megabytes of slack: the simulation waits only when the disk cannot keep up.
         let (tx, rx) = sync_channel(64);
-        let dt_ns = meta.dt_ns();
+        let dt_ns = meta.map_or(1, |m| m.dt_ns());
         let (p, q) = (part.clone(), path.to_path_buf());
         let thread = std::thread::Builder::new()
             .name("crsim-recorder".into())
             .spawn(move || write_loop(w, ids, dt_ns, rx, p, q))
             .map_err(|e| format!("cannot start the recording thread: {e}"))?;
-        Ok(FileSink { path: path.to_path_buf(), tx: Some(tx), thread: Some(thread), batch: Vec::new(), batch_bytes: 0 })
+        Ok(FileSink {
+            path: path.to_path_buf(),
+            foreign: meta.is_none(),
+            tx: Some(tx),
+            thread: Some(thread),
+            batch: Vec::new(),
+            batch_bytes: 0,
+        })
+    }
+
+    /// Adds a message of about `bytes` to the batch, handing the batch over when it is full.
+    fn push(&mut self, item: Item, bytes: usize) -> Result<(), String> {
+        if self.tx.is_none() {
+            return Err("the recording is finished".into());
+        }
+        self.batch_bytes += bytes;
+        self.batch.push(item);
+        if self.batch_bytes >= BATCH_BYTES { self.hand_over() } else { Ok(()) }
     }
 
     /// Hands the batch to the writing thread.
@@ -170,15 +238,18 @@ impl FileSink {
 
 impl Sink for FileSink {
     fn write(&mut self, record: &Arc<Record>) -> Result<(), String> {
-        if self.tx.is_none() {
-            return Err("the recording is finished".into());
+        if self.foreign {
+            return Ok(());
         }
-        self.batch_bytes += record.body.size_hint();
-        self.batch.push(Arc::clone(record));
-        if self.batch_bytes >= BATCH_BYTES {
-            self.hand_over()?;
-        }
-        Ok(())
+        self.push(Item::Record(Arc::clone(record)), record.body.size_hint())
+    }
+
+    fn wants_foreign(&self) -> bool {
+        self.foreign
+    }
+
+    fn write_foreign(&mut self, message: &Arc<ForeignMessage>) -> Result<(), String> {
+        self.push(Item::Foreign(Arc::clone(message)), message.data.len())
     }
 
     fn finish(&mut self, end: &EndMeta) -> Result<(), String> {
@@ -190,7 +261,8 @@ impl Sink for FileSink {
     }
 
     fn name(&self) -> String {
-        format!("recording {}", self.path.display())
+        let what = if self.foreign { "ROS 2 bag" } else { "recording" };
+        format!("{what} {}", self.path.display())
     }
 }
 
