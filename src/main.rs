@@ -147,6 +147,11 @@ enum Command {
         /// /clock; the program robots take `cmd_vel`. The scene's `ros2` section sets the rest.
         #[arg(long)]
         ros2: bool,
+        /// Write a ROS 2 bag of the run to this MCAP file: every robot's topics as the bridge
+        /// serves them (the scene's `ros2` section: robots, prefix, rates), CDR with ros2msg
+        /// schemas, for `ros2 bag play`, Foxglove and rosbags. The bridge need not serve.
+        #[arg(long, value_name = "BAG.mcap")]
+        record_ros2: Option<PathBuf>,
         /// The DDS domain the ROS 2 bridge serves, over the scene's `ros2.domain_id` and ROS_DOMAIN_ID
         /// (0..=232).
         #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u16).range(0..=232))]
@@ -351,6 +356,7 @@ fn main() -> ExitCode {
             threads,
             keep_serving,
             ros2,
+            record_ros2,
             ros2_domain,
         }) => {
             let Outside { protocol, program_port, overrides } = outside.into();
@@ -372,6 +378,7 @@ fn main() -> ExitCode {
                 program_port,
                 overrides,
                 record: record.as_deref(),
+                record_ros2: record_ros2.as_deref(),
                 serve_viewer,
                 threads,
                 keep_serving,

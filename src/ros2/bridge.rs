@@ -15,11 +15,11 @@ use ros2_client::{
 use serde::Serialize;
 use serde_json::json;
 
-use super::msgs::{self, RobotState, Time};
-use crate::comms::RadioIn;
-use crate::control::programs::protocol::{InMessage, OutMessage, RobotAction};
+use super::feed::{Bridged, COMMANDS, Feed, LATCHED, Offered, Published, RADIO, SENSOR, STATE, Sample, feeds, gather};
+use super::msgs;
+use crate::control::programs::protocol::{OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
-use crate::robot::{AppliedDrive, Battery, BumpSensor, Gripper, RangeScan, RangeSensor, Robot, pose};
+use crate::robot::Robot;
 use crate::scene::ActiveScene;
 use crate::scene::schema::{LatePolicy, ProgramsSpec, Ros2Spec};
 use crate::sim::{RobotOrder, SimTime};
@@ -50,24 +50,16 @@ pub struct Ros2Stats {
     pub radio_malformed: u64,
 }
 
-/// One robot's side of the bridge on the simulation's thread: what it reads and remembers.
-struct RobotTopics {
+/// A driven robot's incoming side on the simulation's thread: what it reads and remembers.
+struct RobotInputs {
     entity: Entity,
-    namespace: String,
-    /// Its `odom` and `base_link` frame ids.
-    frames: (String, String),
     /// Program robots only: the others are not driven from outside.
     cmd_vel: Option<Subscription<msgs::Twist>>,
     /// Program robots only: messages to send over crsim's radio.
     radio_send: Option<Subscription<msgs::Text>>,
-    /// The step of the last scan passed on.
-    last_scan: Option<u64>,
     /// Lock-step: a command came from this robot's node, and (late policy `Drop`) it is awaited.
     heard: bool,
     awaited: bool,
-    /// The bump and gripper states last published: they go out when they change.
-    last_bump: Option<bool>,
-    last_gripper: Option<bool>,
 }
 
 /// One robot's publishers, owned by the writer thread.
@@ -79,18 +71,6 @@ struct RobotPublishers {
     gripper: Publisher<msgs::Bool>,
     /// Messages the radio delivered to it.
     radio_received: Publisher<msgs::Text>,
-}
-
-/// A sample for the writer thread: the robot's index in the bridge's list, and the message.
-enum Sample {
-    Odom(usize, Box<msgs::Odometry>),
-    Scan(usize, msgs::LaserScan),
-    Battery(usize, msgs::BatteryState),
-    Bump(usize, bool),
-    Gripper(usize, bool),
-    Received(usize, String),
-    Tf(msgs::TfMessage),
-    Clock(msgs::Clock),
 }
 
 /// Every publisher, and what they wrote.
@@ -177,7 +157,9 @@ struct Dds {
     // Dropped in this order: the writer thread finishes and drops the publishers, then the
     // subscriptions go, then the node and the participant.
     writer: Writer,
-    robots: Vec<RobotTopics>,
+    /// Every bridged robot's outgoing side, and the incoming side of each in the same order.
+    feeds: Vec<Feed>,
+    robots: Vec<RobotInputs>,
     node: Node,
     context: Context,
 }
@@ -215,7 +197,7 @@ impl Ros2Bridge {
 
     /// The namespaces it serves, in robot order.
     pub fn namespaces(&self) -> Vec<String> {
-        self.dds.as_ref().map_or_else(Vec::new, |d| d.robots.iter().map(|r| r.namespace.clone()).collect())
+        self.dds.as_ref().map_or_else(Vec::new, |d| d.feeds.iter().map(|r| r.namespace.clone()).collect())
     }
 
     /// Serves the scene's robots on `domain` (keeping the participant when the domain is the
@@ -230,10 +212,18 @@ impl Ros2Bridge {
                 Err(e) => return self.fail(e),
             },
         };
-        match endpoints(world, &mut node, settings).and_then(|(robots, outbox)| Ok((robots, Writer::start(outbox)?))) {
+        let order = world.resource::<RobotOrder>().0.clone();
+        let feeds = world.run_system_cached_with(
+            |In((order, settings)): In<(Vec<Entity>, Ros2Spec)>, robots: Query<Bridged>| {
+                feeds(&order, &robots, &settings)
+            },
+            (order, settings.clone()),
+        );
+        let Ok(feeds) = feeds else { return self.fail("cannot read the scene's robots".into()) };
+        match endpoints(&feeds, &mut node).and_then(|(robots, outbox)| Ok((robots, Writer::start(outbox)?))) {
             Ok((robots, writer)) => {
                 self.error = None;
-                self.dds = Some(Dds { domain, writer, robots, node, context });
+                self.dds = Some(Dds { domain, writer, feeds, robots, node, context });
             }
             Err(e) => self.fail(e),
         }
@@ -294,37 +284,15 @@ fn participant(domain: u16) -> Result<(Context, Node), String> {
 /// A QoS profile of ROS 2's usual shape: volatile or transient local, reliable (a write never
 /// waits: a sample DDS cannot take is counted, and the step goes on) or best effort, keeping the
 /// newest `depth`.
-fn qos(durability: Durability, reliable: bool, depth: usize) -> QosProfile {
+/// The DDS profile of what a topic is offered with.
+fn qos(o: Offered) -> QosProfile {
     let reliability =
-        if reliable { Reliability::Reliable { when_full: WhenFull::Fail } } else { Reliability::BestEffort };
-    QosProfile::publisher_default().durability(durability).reliability(reliability).history(History::KeepLast { depth })
-}
-
-/// Commands: reliable, as `teleop` and Nav2 publish them.
-fn command_qos() -> QosProfile {
-    qos(Durability::Volatile, true, 10)
-}
-
-/// State (odometry, tf, battery, clock): reliable with the newest kept, which both reliable and
-/// best-effort subscriptions match (Nav2 reads `odom` reliably).
-fn state_qos() -> QosProfile {
-    qos(Durability::Volatile, true, 1)
-}
-
-/// Events (`bump`, `gripper`): published when they change, the last one kept for subscribers
-/// that join later (transient local, as ROS 2 latches a topic).
-fn latched_qos() -> QosProfile {
-    qos(Durability::TransientLocal, true, 1)
-}
-
-/// The radio's messages: reliable, every one kept until taken (up to 100).
-fn radio_qos() -> QosProfile {
-    qos(Durability::Volatile, true, 100)
-}
-
-/// Sensor data (`scan`): best effort, as ROS 2's `SensorDataQoS` and real lidar drivers.
-fn sensor_qos() -> QosProfile {
-    qos(Durability::Volatile, false, 5)
+        if o.reliable { Reliability::Reliable { when_full: WhenFull::Fail } } else { Reliability::BestEffort };
+    let durability = if o.latched { Durability::TransientLocal } else { Durability::Volatile };
+    QosProfile::publisher_default()
+        .durability(durability)
+        .reliability(reliability)
+        .history(History::KeepLast { depth: o.depth })
 }
 
 fn subscription<M: 'static>(
@@ -357,58 +325,35 @@ fn publisher<M: Serialize>(
     node.create_publisher(&t, None).map_err(|e| format!("publisher of {name}: {e:?}"))
 }
 
-/// Every bridged robot's topics, in robot order, and `/clock` and `/tf`.
-fn endpoints(world: &mut World, node: &mut Node, settings: &Ros2Spec) -> Result<(Vec<RobotTopics>, Outbox), String> {
-    let order = world.resource::<RobotOrder>().0.clone();
-    let mut q = world.query::<(&Name, Has<RangeSensor>, Has<Program>)>();
+/// Every bridged robot's topics, in the feeds' order, and `/clock` and `/tf`.
+fn endpoints(feeds: &[Feed], node: &mut Node) -> Result<(Vec<RobotInputs>, Outbox), String> {
     let (mut robots, mut publishers) = (Vec::new(), Vec::new());
-    for e in order {
-        let Ok((name, ranged, program)) = q.get(world, e) else { continue };
-        if !settings.bridges(name) {
-            continue;
-        }
-        let ns = settings.namespace_of(name);
-        let (cmd_vel, radio_send) = if program {
-            let cmd_vel = subscription(node, &ns, "cmd_vel", ("geometry_msgs", "Twist"), &command_qos())?;
-            let send = subscription(node, &ns, "radio/send", ("std_msgs", "String"), &radio_qos())?;
+    for f in feeds {
+        let ns = &f.namespace;
+        let (cmd_vel, radio_send) = if f.program {
+            let cmd_vel = subscription(node, ns, "cmd_vel", ("geometry_msgs", "Twist"), &qos(COMMANDS))?;
+            let send = subscription(node, ns, "radio/send", ("std_msgs", "String"), &qos(RADIO))?;
             (Some(cmd_vel), Some(send))
         } else {
             (None, None)
         };
         publishers.push(RobotPublishers {
-            odom: publisher(node, &ns, "odom", ("nav_msgs", "Odometry"), &state_qos())?,
-            scan: if ranged {
-                Some(publisher(node, &ns, "scan", ("sensor_msgs", "LaserScan"), &sensor_qos())?)
+            odom: publisher(node, ns, "odom", ("nav_msgs", "Odometry"), &qos(STATE))?,
+            scan: if f.ranged {
+                Some(publisher(node, ns, "scan", ("sensor_msgs", "LaserScan"), &qos(SENSOR))?)
             } else {
                 None
             },
-            battery: publisher(node, &ns, "battery", ("sensor_msgs", "BatteryState"), &state_qos())?,
-            bump: publisher(node, &ns, "bump", ("std_msgs", "Bool"), &latched_qos())?,
-            gripper: publisher(node, &ns, "gripper", ("std_msgs", "Bool"), &latched_qos())?,
-            radio_received: publisher(node, &ns, "radio/received", ("std_msgs", "String"), &radio_qos())?,
+            battery: publisher(node, ns, "battery", ("sensor_msgs", "BatteryState"), &qos(STATE))?,
+            bump: publisher(node, ns, "bump", ("std_msgs", "Bool"), &qos(LATCHED))?,
+            gripper: publisher(node, ns, "gripper", ("std_msgs", "Bool"), &qos(LATCHED))?,
+            radio_received: publisher(node, ns, "radio/received", ("std_msgs", "String"), &qos(RADIO))?,
         });
-        robots.push(RobotTopics {
-            entity: e,
-            frames: msgs::frames(&ns),
-            namespace: ns,
-            cmd_vel,
-            radio_send,
-            last_scan: None,
-            heard: false,
-            awaited: true,
-            last_bump: None,
-            last_gripper: None,
-        });
+        robots.push(RobotInputs { entity: f.entity, cmd_vel, radio_send, heard: false, awaited: true });
     }
-    let clock = publisher(node, "/", "clock", ("rosgraph_msgs", "Clock"), &state_qos())?;
-    let tf = publisher(node, "/", "tf", ("tf2_msgs", "TFMessage"), &state_qos())?;
+    let clock = publisher(node, "/", "clock", ("rosgraph_msgs", "Clock"), &qos(STATE))?;
+    let tf = publisher(node, "/", "tf", ("tf2_msgs", "TFMessage"), &qos(STATE))?;
     Ok((robots, Outbox { robots: publishers, clock, tf }))
-}
-
-/// Steps between two samples of a topic published at `hz` simulated hertz with steps of `dt`
-/// seconds: at least 1 (every step), which `hz` 0 asks for.
-pub fn every(hz: f32, dt: f64) -> u64 {
-    if hz <= 0.0 || dt <= 0.0 { 1 } else { ((1.0 / (hz as f64 * dt)).round() as u64).max(1) }
 }
 
 /// The next valid command waiting on a robot's `cmd_vel`, passing over (and counting) samples
@@ -504,7 +449,7 @@ pub(super) fn receive(
 /// `wait_for_robots`, then up to `step_timeout`); a late robot's as `programs.late` says
 /// (`Keep`: none, `Stop`: a stop, `Drop`: a stop, and it is awaited no more until it speaks).
 fn lockstep_commands(
-    robots: &mut [RobotTopics],
+    robots: &mut [RobotInputs],
     step: u64,
     programs: &ProgramsSpec,
     stats: &mut Ros2Stats,
@@ -584,71 +529,12 @@ fn next_command(sub: &Subscription<msgs::Twist>, deadline: Instant, stats: &mut 
     }
 }
 
-type Published<'a> = (
-    Option<&'a RadioIn>,
-    &'a Transform,
-    &'a AppliedDrive,
-    &'a Battery,
-    &'a BumpSensor,
-    &'a Gripper,
-    Option<(&'a RangeSensor, &'a RangeScan)>,
-);
-
-/// Record stage, after physics: each robot's state at its rates, then `/clock`, stamped with the
-/// simulated time the step ends at, handed to the writer thread as one batch (the clock last: a
-/// node that acts on a tick has the step's state).
+/// Record stage, after physics: each robot's state at its rates, then `/clock` (see
+/// [`gather`]), handed to the writer thread as one batch.
 pub(super) fn publish(mut bridge: ResMut<Ros2Bridge>, time: Res<SimTime>, robots: Query<Published>) {
     let Ros2Bridge { dds, settings, .. } = &mut *bridge;
     let Some(dds) = dds else { return };
-    let step = time.step + 1;
-    let stamp = Time::from_seconds(step as f64 * time.dt_exact);
-    let due = |hz: f32| step.is_multiple_of(every(hz, time.dt_exact));
-    let (state_due, battery_due) = (due(settings.rate), due(settings.battery_rate));
-    let scan_every = every(settings.scan_rate, time.dt_exact);
-    let mut batch = Vec::with_capacity(2 * dds.robots.len() + 2);
-    let mut transforms = Vec::new();
-    for (i, r) in dds.robots.iter_mut().enumerate() {
-        let Ok((inbox, t, drive, battery, bump, gripper, range)) = robots.get(r.entity) else { continue };
-        let frames = (r.frames.0.as_str(), r.frames.1.as_str());
-        for m in inbox.map_or(&[][..], |i| &i.0[..]) {
-            let json = serde_json::to_string(&InMessage::delivered(m)).unwrap_or_default();
-            batch.push(Sample::Received(i, json));
-        }
-        if state_due {
-            let (p, heading) = pose(t);
-            let state = RobotState { x: p.x, y: p.y, heading, linear: drive.linear, angular: drive.angular };
-            batch.push(Sample::Odom(i, Box::new(msgs::odometry(&state, stamp, frames))));
-            transforms.push(msgs::transform(&state, stamp, frames));
-        }
-        let (touching, holding) = (bump.is_touching(), gripper.holding.is_some());
-        if r.last_bump.replace(touching) != Some(touching) {
-            batch.push(Sample::Bump(i, touching));
-        }
-        if r.last_gripper.replace(holding) != Some(holding) {
-            batch.push(Sample::Gripper(i, holding));
-        }
-        if battery_due {
-            let b = msgs::battery_state(battery.charge, battery.capacity, battery.charging, stamp, frames.1);
-            batch.push(Sample::Battery(i, b));
-        }
-        // A scan the sensor took this step, at most one every `scan_every` steps.
-        if let Some((sensor, scan)) = range
-            && scan.step == time.step
-            && !scan.distances.is_empty()
-            && r.last_scan.is_none_or(|last| time.step >= last + scan_every)
-        {
-            r.last_scan = Some(time.step);
-            let (first, step_angle) = sensor.angles();
-            let period = sensor.period.max(1) as f32 * time.dt;
-            let msg = msgs::laser_scan(&scan.distances, first, step_angle, sensor.range, period, stamp, frames.1);
-            batch.push(Sample::Scan(i, msg));
-        }
-    }
-    if !transforms.is_empty() {
-        batch.push(Sample::Tf(msgs::TfMessage { transforms }));
-    }
-    batch.push(Sample::Clock(msgs::Clock { clock: stamp }));
-    dds.writer.send(batch);
+    dds.writer.send(gather(&mut dds.feeds, settings, &time, &robots));
 }
 
 /// The run metrics' `ros2` section, when the bridge was asked for.
@@ -705,15 +591,6 @@ mod tests {
         assert!(radio_message(r#"{"to": "beta"}"#, 64).is_none(), "a message has content");
         assert!(radio_message(r#"{"content": "0123456789"}"#, 8).is_none(), "12 bytes of JSON over 8");
         assert!(radio_message(&format!(r#"{{"content": "{}"}}"#, "x".repeat(10_000)), 64).is_none());
-    }
-
-    #[test]
-    fn rates_become_whole_steps_and_zero_means_every_step() {
-        assert_eq!(every(50.0, 0.02), 1);
-        assert_eq!(every(10.0, 0.02), 5);
-        assert_eq!(every(0.0, 0.02), 1);
-        assert_eq!(every(1000.0, 0.02), 1);
-        assert_eq!(every(1.0, 0.05), 20);
     }
 
     #[test]

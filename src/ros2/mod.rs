@@ -15,9 +15,12 @@
 
 use bevy::prelude::*;
 
+mod bag;
 mod bridge;
+mod feed;
 pub mod msgs;
 
+pub use bag::Ros2Recording;
 pub use bridge::{Ros2Bridge, Ros2Stats};
 
 use crate::control::programs::ProgramExchange;
@@ -48,8 +51,11 @@ pub fn plugin(app: &mut App) {
         )
         // After the program server's exchange: both give program robots their actions.
         .add_systems(FixedUpdate, bridge::receive.in_set(ThinkSystems::Receive).after(ProgramExchange))
-        .add_systems(FixedUpdate, bridge::publish.in_set(SimSystems::Record));
+        .add_systems(FixedUpdate, bridge::publish.in_set(SimSystems::Record))
+        .init_resource::<Ros2Recording>()
+        .add_systems(FixedUpdate, bag::record.run_if(bag::wanted).in_set(SimSystems::Record));
     add_report_section(app, bridge::report_section);
+    add_report_section(app, bag::report_section);
 }
 
 /// Serves the app's loaded scene now with `settings` on `domain`, whatever its own `ros2` section
@@ -236,5 +242,70 @@ mod tests {
         app.update();
         assert_eq!(app.world().resource::<Ros2Bridge>().domain(), None);
         assert!(!app.world().contains_resource::<InProcess>());
+    }
+
+    /// `--record-ros2`: a bag of profile `ros2` holding each bridged robot's topics as CDR at
+    /// the scene's rates (the bridge off: nothing served), and crsim's own recording beside it
+    /// none of them.
+    #[test]
+    fn a_bag_holds_the_topics_as_cdr_at_their_rates_and_crsims_recording_none_of_them() {
+        use crate::record::Recorder;
+        use crate::record::writer::FileSink;
+
+        let mut scene = ros2_scene();
+        scene.ros2.enabled = false;
+        scene.programs.port = 0;
+        scene.ros2.robots = vec!["alpha".into(), "gamma".into()];
+        let dir = std::env::temp_dir().join(format!("crsim-bag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (bag, own) = (dir.join("run.bag.mcap"), dir.join("run.mcap"));
+        let meta = crate::record::run_meta(&scene, "", "ros2.ron", &dir, &Default::default(), false, 0);
+        // The program robots driven in the process, so no program server waits for them.
+        let mut app = headless_app_with(scene, SceneSource::Generated, |app| {
+            app.insert_resource(InProcess);
+            plugin(app);
+        });
+        let mut rec = app.world_mut().resource_mut::<Recorder>();
+        rec.add_sink(Box::new(FileSink::foreign(&bag, "ros2").unwrap()));
+        rec.add_sink(Box::new(FileSink::create(&own, &meta).unwrap()));
+        run_steps(&mut app, 60);
+        app.world_mut().resource_mut::<Recorder>().finish(false);
+        assert_eq!(app.world().resource::<Ros2Bridge>().domain(), None, "the bag needs no bridge");
+
+        let bytes = std::fs::read(&bag).unwrap();
+        let summary = mcap::Summary::read(&bytes).unwrap().expect("a summary");
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
+        let mut last_odom = None;
+        for m in mcap::MessageStream::new(&bytes).unwrap() {
+            let m = m.unwrap();
+            assert_eq!(m.channel.message_encoding, "cdr");
+            let schema = m.channel.schema.as_ref().unwrap();
+            assert_eq!(
+                (schema.encoding.as_str(), &schema.data[..]),
+                ("ros2msg", msgs::schema(&schema.name).unwrap().as_bytes())
+            );
+            *counts.entry(m.channel.topic.clone()).or_default() += 1;
+            if m.channel.topic == "/gamma/odom" {
+                let (odom, _) =
+                    cdr_encoding::from_bytes::<msgs::Odometry, byteorder::LittleEndian>(&m.data[4..]).unwrap();
+                assert_eq!(m.log_time, odom.header.stamp.sec as u64 * 1_000_000_000 + odom.header.stamp.nanosec as u64);
+                last_odom = Some(odom);
+            }
+        }
+        assert!(summary.channels.values().all(|c| !c.topic.starts_with("/beta")), "beta is not bridged");
+        assert_eq!((counts["/clock"], counts["/tf"], counts["/gamma/odom"], counts["/alpha/scan"]), (60, 60, 60, 12));
+        assert_eq!((counts["/alpha/battery"], counts["/gamma/bump"]), (1, 1));
+        let mut robots = app.world_mut().query::<(&Name, &Transform)>();
+        let gamma = robots.iter(app.world()).find(|(n, _)| n.as_str() == "gamma").map(|(_, t)| *t);
+        let (odom, gamma) = (last_odom.unwrap(), gamma.unwrap());
+        assert_eq!(
+            (odom.pose.pose.position.x as f32, odom.pose.pose.position.y as f32),
+            (gamma.translation.x, gamma.translation.y)
+        );
+
+        let own = std::fs::read(&own).unwrap();
+        let channels = mcap::Summary::read(&own).unwrap().expect("a summary").channels;
+        assert!(channels.values().all(|c| crate::record::format::Channel::from_topic(&c.topic).is_some()));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

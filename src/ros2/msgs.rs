@@ -240,7 +240,7 @@ pub const POWER_SUPPLY_STATUS_DISCHARGING: u8 = 2;
 /// `BatteryState`'s `POWER_SUPPLY_HEALTH_GOOD`.
 pub const POWER_SUPPLY_HEALTH_GOOD: u8 = 1;
 /// `BatteryState`'s `POWER_SUPPLY_HEALTH_DEAD`.
-pub const POWER_SUPPLY_HEALTH_DEAD: u8 = 4;
+pub const POWER_SUPPLY_HEALTH_DEAD: u8 = 3;
 
 /// `std_msgs/msg/Bool`: the bump and gripper states.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -365,6 +365,90 @@ pub fn battery_state(charge: f32, capacity: f32, charging: bool, stamp: Time, ba
     }
 }
 
+/// The `.msg` text of every type above, as `ros2 bag record` stores it (fields and constants,
+/// comments left out), by the name a dependency is given in a schema.
+const DEFINITIONS: &[(&str, &str)] = &[
+    ("builtin_interfaces/Time", "int32 sec\nuint32 nanosec\n"),
+    ("std_msgs/Header", "builtin_interfaces/Time stamp\nstring frame_id\n"),
+    ("geometry_msgs/Vector3", "float64 x\nfloat64 y\nfloat64 z\n"),
+    ("geometry_msgs/Point", "float64 x\nfloat64 y\nfloat64 z\n"),
+    ("geometry_msgs/Quaternion", "float64 x\nfloat64 y\nfloat64 z\nfloat64 w\n"),
+    ("geometry_msgs/Pose", "geometry_msgs/Point position\ngeometry_msgs/Quaternion orientation\n"),
+    ("geometry_msgs/Twist", "geometry_msgs/Vector3 linear\ngeometry_msgs/Vector3 angular\n"),
+    ("geometry_msgs/PoseWithCovariance", "geometry_msgs/Pose pose\nfloat64[36] covariance\n"),
+    ("geometry_msgs/TwistWithCovariance", "geometry_msgs/Twist twist\nfloat64[36] covariance\n"),
+    ("geometry_msgs/Transform", "geometry_msgs/Vector3 translation\ngeometry_msgs/Quaternion rotation\n"),
+    (
+        "geometry_msgs/TransformStamped",
+        "std_msgs/Header header\nstring child_frame_id\ngeometry_msgs/Transform transform\n",
+    ),
+    (
+        "nav_msgs/Odometry",
+        "std_msgs/Header header\nstring child_frame_id\ngeometry_msgs/PoseWithCovariance pose\n\
+         geometry_msgs/TwistWithCovariance twist\n",
+    ),
+    ("tf2_msgs/TFMessage", "geometry_msgs/TransformStamped[] transforms\n"),
+    (
+        "sensor_msgs/LaserScan",
+        "std_msgs/Header header\nfloat32 angle_min\nfloat32 angle_max\nfloat32 angle_increment\n\
+         float32 time_increment\nfloat32 scan_time\nfloat32 range_min\nfloat32 range_max\n\
+         float32[] ranges\nfloat32[] intensities\n",
+    ),
+    (
+        "sensor_msgs/BatteryState",
+        "uint8 POWER_SUPPLY_STATUS_UNKNOWN=0\nuint8 POWER_SUPPLY_STATUS_CHARGING=1\n\
+         uint8 POWER_SUPPLY_STATUS_DISCHARGING=2\nuint8 POWER_SUPPLY_STATUS_NOT_CHARGING=3\n\
+         uint8 POWER_SUPPLY_STATUS_FULL=4\nuint8 POWER_SUPPLY_HEALTH_UNKNOWN=0\n\
+         uint8 POWER_SUPPLY_HEALTH_GOOD=1\nuint8 POWER_SUPPLY_HEALTH_OVERHEAT=2\n\
+         uint8 POWER_SUPPLY_HEALTH_DEAD=3\nuint8 POWER_SUPPLY_HEALTH_OVERVOLTAGE=4\n\
+         uint8 POWER_SUPPLY_HEALTH_UNSPEC_FAILURE=5\nuint8 POWER_SUPPLY_HEALTH_COLD=6\n\
+         uint8 POWER_SUPPLY_HEALTH_WATCHDOG_TIMER_EXPIRE=7\nuint8 POWER_SUPPLY_HEALTH_SAFETY_TIMER_EXPIRE=8\n\
+         uint8 POWER_SUPPLY_TECHNOLOGY_UNKNOWN=0\nuint8 POWER_SUPPLY_TECHNOLOGY_NIMH=1\n\
+         uint8 POWER_SUPPLY_TECHNOLOGY_LION=2\nuint8 POWER_SUPPLY_TECHNOLOGY_LIPO=3\n\
+         uint8 POWER_SUPPLY_TECHNOLOGY_LIFE=4\nuint8 POWER_SUPPLY_TECHNOLOGY_NICD=5\n\
+         uint8 POWER_SUPPLY_TECHNOLOGY_LIMN=6\nstd_msgs/Header header\nfloat32 voltage\n\
+         float32 temperature\nfloat32 current\nfloat32 charge\nfloat32 capacity\n\
+         float32 design_capacity\nfloat32 percentage\nuint8 power_supply_status\n\
+         uint8 power_supply_health\nuint8 power_supply_technology\nbool present\n\
+         float32[] cell_voltage\nfloat32[] cell_temperature\nstring location\nstring serial_number\n",
+    ),
+    ("std_msgs/Bool", "bool data\n"),
+    ("std_msgs/String", "string data\n"),
+    ("rosgraph_msgs/Clock", "builtin_interfaces/Time clock\n"),
+];
+
+/// The `ros2msg` schema of type `name` (`nav_msgs/msg/Odometry`) as ROS 2 recordings store it:
+/// its definition, then each type it uses, once, in the order its fields first name them,
+/// each after a line of 80 `=` and `MSG: package/Type`.
+pub fn schema(name: &str) -> Option<String> {
+    fn text(name: &str) -> Option<&'static str> {
+        DEFINITIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    }
+    /// The types a definition's fields name (`pkg/Type`, `pkg/Type[]`, `pkg/Type[36]`).
+    fn used(definition: &str) -> impl Iterator<Item = &str> {
+        definition.lines().filter_map(|l| l.split_whitespace().next()).filter(|t| t.contains('/')).map(|t| {
+            let end = t.find('[').unwrap_or(t.len());
+            &t[..end]
+        })
+    }
+    fn add(definition: &str, out: &mut String, seen: &mut Vec<String>) {
+        for t in used(definition) {
+            if seen.iter().any(|s| s == t) {
+                continue;
+            }
+            seen.push(t.to_string());
+            let Some(sub) = text(t) else { continue };
+            out.push_str(&format!("{}\nMSG: {t}\n{sub}", "=".repeat(80)));
+            add(sub, out, seen);
+        }
+    }
+    let short = name.replacen("/msg/", "/", 1);
+    let main = text(&short)?;
+    let mut out = main.to_string();
+    add(main, &mut out, &mut Vec::new());
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,6 +521,36 @@ mod tests {
         assert_eq!((b.percentage, b.power_supply_status, b.power_supply_health), (0.25, 1, 1));
         assert!(b.voltage.is_nan() && b.present);
         let empty = battery_state(0.0, 120.0, false, Time::default(), "a/base_link");
-        assert_eq!((empty.percentage, empty.power_supply_status, empty.power_supply_health), (0.0, 2, 4));
+        assert_eq!((empty.percentage, empty.power_supply_status, empty.power_supply_health), (0.0, 2, 3));
+    }
+
+    #[test]
+    fn a_schema_is_the_definition_then_each_type_it_uses_once_in_field_order() {
+        let rule = "=".repeat(80);
+        assert_eq!(schema("std_msgs/msg/Bool").as_deref(), Some("bool data\n"));
+        assert_eq!(
+            schema("rosgraph_msgs/msg/Clock").unwrap(),
+            format!("builtin_interfaces/Time clock\n{rule}\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n")
+        );
+        let odom = schema("nav_msgs/msg/Odometry").unwrap();
+        let used: Vec<&str> = odom.lines().filter_map(|l| l.strip_prefix("MSG: ")).collect();
+        assert_eq!(
+            used,
+            [
+                "std_msgs/Header",
+                "builtin_interfaces/Time",
+                "geometry_msgs/PoseWithCovariance",
+                "geometry_msgs/Pose",
+                "geometry_msgs/Point",
+                "geometry_msgs/Quaternion",
+                "geometry_msgs/TwistWithCovariance",
+                "geometry_msgs/Twist",
+                "geometry_msgs/Vector3",
+            ]
+        );
+        for t in ["sensor_msgs/msg/LaserScan", "sensor_msgs/msg/BatteryState", "tf2_msgs/msg/TFMessage"] {
+            assert!(schema(t).is_some_and(|s| s.contains("MSG: builtin_interfaces/Time\n")), "{t}");
+        }
+        assert_eq!(schema("geometry_msgs/msg/Wrench"), None);
     }
 }

@@ -51,6 +51,9 @@ pub struct RunRequest<'a> {
     pub program_port: Option<u16>,
     pub overrides: SceneOverrides,
     pub record: Option<&'a Path>,
+    /// A ROS 2 bag of the run: the ROS 2 topics of the scene's robots, written by the floor
+    /// that knows them (the ROS 2 bridge, added through `setup`).
+    pub record_ros2: Option<&'a Path>,
     pub serve_viewer: Option<u16>,
     pub threads: Option<u16>,
     pub keep_serving: bool,
@@ -150,6 +153,10 @@ fn app_with_servers(scene: SceneFile, r: &RunRequest) -> Result<App, String> {
     });
     if let Some(meta) = &meta {
         start_recording(&mut app, meta, r.record, r.serve_viewer.map(|p| (address.as_str(), p)))?;
+    }
+    if let Some(bag) = r.record_ros2 {
+        let sink = FileSink::foreign(bag, "ros2")?;
+        app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink));
     }
     let problems = port_problems(&mut app);
     if problems.is_empty() { Ok(app) } else { Err(problems.join("\n")) }
@@ -360,13 +367,16 @@ fn finish(app: &mut App, r: &RunRequest, stepped: Stepped) -> ExitCode {
         rec.finish(interrupted);
         std::mem::take(&mut rec.errors)
     };
-    if let Some(file) = r.record {
-        if recorder_errors.is_empty() {
+    if recorder_errors.is_empty() {
+        if let Some(file) = r.record {
             say!("recording: {}", file.display());
         }
-        for e in &recorder_errors {
-            eprintln!("{e}");
+        if let Some(bag) = r.record_ros2 {
+            say!("ROS 2 bag: {}", bag.display());
         }
+    }
+    for e in &recorder_errors {
+        eprintln!("{e}");
     }
     if let Some(robot) = r.dump_network
         && let Some(dump) = crate::control::network::dump_network(app.world_mut(), robot)
@@ -381,7 +391,7 @@ fn finish(app: &mut App, r: &RunRequest, stepped: Stepped) -> ExitCode {
     }
     if interrupted {
         ExitCode::from(INTERRUPTED)
-    } else if r.record.is_some() && !recorder_errors.is_empty() {
+    } else if (r.record.is_some() || r.record_ros2.is_some()) && !recorder_errors.is_empty() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -438,6 +448,7 @@ mod tests {
             program_port: None,
             overrides: SceneOverrides::default(),
             record: None,
+            record_ros2: None,
             serve_viewer: None,
             threads: None,
             keep_serving: false,

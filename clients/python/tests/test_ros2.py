@@ -317,3 +317,69 @@ def test_in_lockstep_a_peer_that_vanishes_leaves_its_robots_late_and_the_run_goe
     assert metrics["steps"] == steps and r["commands"] == 2 * 20, r
     # Every later step waited 0.2 s for the robots, counted both late, and stopped them.
     assert r["late"] == 2 * (steps - 20), r
+
+
+def test_the_ros2_bag_of_a_run_opens_in_rosbags_with_every_topic_counted_and_valued(ros_run, tmp_path):
+    """`--record-ros2`: a ROS 2 bag (MCAP, profile ros2) that rosbags — an independent reader of
+    ROS 2 bags — opens: every topic under its ROS 2 name and type, schemas exactly as ROS 2's
+    own definitions, QoS as the bridge offers it, counts at the scene's rates, and the last
+    step's values those of crsim's report. crsim's own recording beside it still verifies."""
+    from pathlib import Path
+
+    from rosbags.interfaces import QosDurability, QosReliability
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import Stores, get_typestore
+
+    steps = 200
+    bag, recording = tmp_path / "run.bag.mcap", tmp_path / "run.mcap"
+    metrics = ros_run(steps, "--record-ros2", str(bag), "--record", str(recording)).metrics()
+    typestore = get_typestore(Stores.ROS2_HUMBLE)
+    with Reader(Path(bag)) as reader:
+        connections = {c.topic: c for c in reader.connections}
+        messages = {}
+        for c, log_time, raw in reader.messages():
+            messages.setdefault(c.topic, []).append((log_time, typestore.deserialize_cdr(raw, c.msgtype)))
+
+    kinds = {"odom": "nav_msgs/msg/Odometry", "battery": "sensor_msgs/msg/BatteryState",
+             "bump": "std_msgs/msg/Bool", "gripper": "std_msgs/msg/Bool"}
+    expected = {f"/{r}/{t}": kind for r in ("alpha", "beta", "gamma") for t, kind in kinds.items()}
+    expected |= {"/alpha/scan": "sensor_msgs/msg/LaserScan", "/beta/scan": "sensor_msgs/msg/LaserScan",
+                 "/tf": "tf2_msgs/msg/TFMessage", "/clock": "rosgraph_msgs/msg/Clock"}
+    assert expected.items() <= {t: c.msgtype for t, c in connections.items()}.items(), sorted(connections)
+    for topic, c in connections.items():
+        assert c.msgdef.data == typestore.generate_msgdef(c.msgtype, ros_version=2)[0], topic
+    scan_qos, bump_qos = connections["/alpha/scan"].ext.offered_qos_profiles[0], connections["/alpha/bump"].ext.offered_qos_profiles[0]
+    assert scan_qos.reliability == QosReliability.BEST_EFFORT
+    assert bump_qos.durability == QosDurability.TRANSIENT_LOCAL
+
+    # At dt 0.02: odom, /tf and /clock every step (50 Hz), scan at 10 Hz, battery at 1 Hz;
+    # bump and gripper at the first step and then only when they change.
+    count = {t: len(m) for t, m in messages.items()}
+    assert count["/clock"] == count["/tf"] == count["/gamma/odom"] == steps
+    assert count["/alpha/scan"] == steps // 5 and count["/gamma/battery"] == steps // 50
+    for topic in (f"/{r}/{t}" for r in ("alpha", "beta", "gamma") for t in ("bump", "gripper")):
+        values = [m.data for _, m in messages[topic]]
+        assert messages[topic][0][0] == NS_PER_STEP and all(a != b for a, b in zip(values, values[1:])), topic
+    assert metrics["ros2_recording"]["messages"] == sum(count.values())
+
+    # Each message is logged at the simulated time it is stamped with; the clock ends at 4 s.
+    for topic, ms in messages.items():
+        for log_time, m in ms:
+            stamp = m.clock if topic == "/clock" else getattr(m, "header", None) and m.header.stamp
+            if stamp:
+                assert log_time == stamp.sec * 10**9 + stamp.nanosec, topic
+    assert messages["/clock"][-1][0] == steps * NS_PER_STEP
+
+    # The last odometry is crsim's report of gamma (the behaviour network drove it), to f32.
+    gamma = next(r for r in metrics["robots"] if r["name"] == "gamma")
+    last = messages["/gamma/odom"][-1][1]
+    assert last.header.frame_id == "gamma/odom" and last.child_frame_id == "gamma/base_link"
+    p = last.pose.pose.position
+    assert (struct_f32(p.x), struct_f32(p.y)) == (struct_f32(gamma["x"]), struct_f32(gamma["y"]))
+    assert math.degrees(yaw(last.pose.pose.orientation)) == pytest.approx(gamma["heading_deg"], abs=1e-3)
+    assert messages["/gamma/battery"][-1][1].percentage == pytest.approx(gamma["battery_fraction"], abs=1e-3)
+    scan = messages["/alpha/scan"][-1][1]
+    assert len(scan.ranges) == 16 and scan.header.frame_id == "alpha/base_link"
+
+    verify = subprocess.run([find_crsim(), "verify", str(recording)], capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0 and "identical" in verify.stdout, verify
