@@ -40,9 +40,9 @@ def free_domain():
 class Run:
     """`crsim run scenes/ros2.ron` serving ROS 2 on its own domain, metrics to `out`."""
 
-    def __init__(self, tmp_path, steps, *args):
-        self.domain = free_domain()
-        self.out = tmp_path / "ros.json"
+    def __init__(self, tmp_path, steps, *args, domain=None, name="ros"):
+        self.domain = domain if domain is not None else free_domain()
+        self.out = tmp_path / f"{name}.json"
         command = [find_crsim(), "run", str(SCENE), "--steps", str(steps), "--ros2-domain", str(self.domain),
                    "--out", str(self.out), *args]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -62,8 +62,8 @@ class Run:
 def ros_run(tmp_path):
     started = []
 
-    def start(steps, *args):
-        run = Run(tmp_path, steps, *args)
+    def start(steps, *args, **kwargs):
+        run = Run(tmp_path, steps, *args, **kwargs)
         started.append(run)
         return run
 
@@ -139,6 +139,34 @@ def test_topics_by_ros_names_and_types_values_decoded_and_cmd_vel_drives_one_rob
     assert metrics["ros2"]["commands"] >= 10 and metrics["ros2"]["malformed"] == 0, metrics["ros2"]
     # Stopping, crsim announces its participant's departure.
     assert peer.wait_for_departure()
+
+
+def test_a_domain_with_other_traffic_two_simulators_and_a_chatty_node(ros_run):
+    """Two crsim runs on one domain, one under the prefix `other`, and a node flooding a topic of
+    its own: commands to `/alpha/cmd_vel` move only the first run's alpha, the second's robots
+    hear nothing, neither counts a malformed sample, and both finish every step."""
+    first = ros_run(250, "--realtime")
+    second = ros_run(250, "--realtime", "--set", "ros2.prefix=other", domain=first.domain, name="other")
+    peer = ros2.Peer(first.domain)
+    peer.discover({"rt/alpha/cmd_vel", "rt/other/alpha/cmd_vel", "rt/alpha/odom", "rt/other/alpha/odom"})
+    odom = {ns: peer.reader(f"{ns}/alpha/odom", "nav_msgs/msg/Odometry") for ns in ("", "/other")}
+    cmd = peer.writer("/alpha/cmd_vel", "geometry_msgs/msg/Twist")
+    chatter = peer.writer("/chatter", "std_msgs/msg/String")
+    time.sleep(0.5)
+    before = {ns: take_all(r)[-1].pose.pose.position.y for ns, r in odom.items()}
+    for k in range(10):
+        cmd.write(ros2.Twist(linear=ros2.Vector3(x=0.2)))
+        for j in range(200):
+            chatter.write(ros2.String(data=f"chatter {k} {j} " + "x" * 500))
+        time.sleep(0.1)
+    time.sleep(0.3)
+    after = {ns: take_all(r)[-1].pose.pose.position.y for ns, r in odom.items()}
+    assert after[""] - before[""] > 0.15 and after["/other"] == before["/other"], (before, after)
+    mine, other = first.metrics(), second.metrics()
+    assert mine["steps"] == other["steps"] == 250
+    assert mine["ros2"]["commands"] >= 10 and other["ros2"]["commands"] == 0
+    assert other["ros2"]["namespaces"] == ["/other/alpha", "/other/beta", "/other/gamma"]
+    assert mine["ros2"]["malformed"] == other["ros2"]["malformed"] == 0
 
 
 @dataclass
