@@ -50,6 +50,18 @@ pub fn network_section(ui: &mut egui::Ui, nc: Option<&NetworkController>, names:
             row("charging visits", s.charging_visits.to_string());
             row("claims sent / yielded", format!("{} / {}", s.claims_sent, s.yielded));
             row("nodes created / removed", format!("{} / {}", nc.brain.net.created, nc.brain.net.removed));
+            // Seed 001's process: each collection's manager, what it created and removed, and the
+            // connection requests it forwarded to a node or created one for.
+            for (name, m) in COLLECTIONS.iter().zip(&nc.brain.net.managers) {
+                row(
+                    &format!("{name} manager"),
+                    format!(
+                        "created {}  removed {}  requests forwarded {}  creating {}",
+                        m.created, m.removed, m.forwarded, m.created_for
+                    ),
+                );
+            }
+            row("requests waiting", nc.brain.net.pending_requests().to_string());
         });
         egui::CollapsingHeader::new("table dump (NT:DE, LT:LW)").show(ui, |ui| {
             ui.label(egui::RichText::new(nc.brain.net.dump()).monospace().small());

@@ -1,12 +1,17 @@
-//! The running network of seed 001 as a plain type: nodes with a degree of execution in [0, 1]
-//! and a signal, typed weighted links, and the managers that create and remove dynamic nodes.
+//! The running network of seed 001 as a plain type, run as the seed's process: nodes with a
+//! degree of execution in [0, 1] and a signal; a [`Manager`] per collection that creates,
+//! injects and removes its nodes; [`ConnectionRequest`]s, each a link of the structure asked for
+//! by one end and sent to the manager of the other, which forwards it to that node or creates the
+//! (dynamic) node and attaches it; and each node's [`Ports`], filled when the node checks its
+//! pending requests.
 //!
-//! How the seed's problems are avoided (seed-notes): every tick reads the degrees and signals of
-//! the previous tick (double buffering) and then writes them all; structural changes (creating a
-//! subject and the control and actuator nodes behind it, removing one and whatever is left with
-//! no input) are queued and applied only between ticks, removals first, in a deterministic
-//! order. So a node never reads a link whose other end is missing, creation never overlaps an
-//! unfinished deletion, and there are no locks to deadlock on.
+//! How the seed's problems are avoided (seed-notes): structural changes (creating a subject and
+//! the control and actuator nodes behind it, removing one and whatever is left with no input) are
+//! queued and applied only between ticks, every removal finished before any creation, in a
+//! deterministic order; then every node checks its requests before any node reads, so none reads
+//! a port whose other end is not connected; requests naming a removed node are withdrawn, never
+//! waited on; and every tick reads the degrees and signals of the previous tick (double
+//! buffering) and then writes them all, with no locks to deadlock on.
 //!
 //! Nodes are addressed by their index in the structure ([`NodeId`]) so a tick of a robot's
 //! network touches no strings and allocates nothing.
@@ -14,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::scene::network::{Lifetime, LinkKind, NetworkStructure};
+use crate::scene::network::{COLLECTIONS, Lifetime, LinkKind, NetworkStructure};
 
 /// A node's index in its [`Catalog`].
 pub type NodeId = usize;
@@ -71,6 +76,12 @@ impl Catalog {
         self.names.iter().position(|n| n == name)
     }
 
+    /// The index in [`Catalog::links`] of the link from `from` to `to` (a checked structure has
+    /// at most one).
+    pub fn link_index(&self, from: NodeId, to: NodeId) -> Option<usize> {
+        self.links.iter().position(|l| l.from == from && l.to == to)
+    }
+
     /// The nodes of a collection, by its index.
     pub fn collection_nodes(&self, collection: usize) -> impl Iterator<Item = NodeId> + '_ {
         (0..self.names.len()).filter(move |&i| self.collection[i] == collection)
@@ -100,7 +111,7 @@ pub struct Node {
     pub signal: Signal,
 }
 
-/// A link of the running network.
+/// A link of the running network: a connected port pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Link {
     pub from: NodeId,
@@ -136,10 +147,46 @@ pub enum Change {
 struct TickRoom {
     next: Vec<(NodeId, Node)>,
     inputs: Vec<Input>,
+    /// The link list being rebuilt when nodes connect their requests.
+    links: Vec<Link>,
 }
 
 thread_local! {
-    static TICK_ROOM: std::cell::Cell<TickRoom> = const { std::cell::Cell::new(TickRoom { next: Vec::new(), inputs: Vec::new() }) };
+    static TICK_ROOM: std::cell::Cell<TickRoom> = const {
+        std::cell::Cell::new(TickRoom { next: Vec::new(), inputs: Vec::new(), links: Vec::new() })
+    };
+}
+
+/// A connection request (seed 001): a link of the structure, by its index in
+/// [`Catalog::links`], that one node asks for. It goes to the manager of the other end, which
+/// forwards it to that node if it exists, or creates the node (a dynamic one) and attaches it.
+/// Each end then connects it at the start of its next process, into its input or output ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionRequest {
+    pub link: usize,
+}
+
+/// The manager of one collection: it creates and injects its collection's nodes, removes them,
+/// and takes the connection requests addressed to them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Manager {
+    /// Nodes it created and removed so far.
+    pub created: u32,
+    pub removed: u32,
+    /// Connection requests it forwarded to a node of its collection that existed, and those it
+    /// created a node for.
+    pub forwarded: u32,
+    pub created_for: u32,
+}
+
+/// A node's ports as it sees them: the structure links (indices in [`Catalog::links`]) it has
+/// connected as inputs, in the order it connected them, and as outputs; and the requests naming
+/// it that it has not checked yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ports {
+    pub inputs: Vec<usize>,
+    pub outputs: Vec<usize>,
+    pub pending: Vec<ConnectionRequest>,
 }
 
 /// The network.
@@ -148,7 +195,15 @@ pub struct Network {
     catalog: Arc<Catalog>,
     /// Indexed by [`NodeId`]; `None` where the node does not exist.
     nodes: Vec<Option<Node>>,
+    /// One manager per collection, by collection index (0 Task … 4 Actuator; a checked
+    /// structure has the seed's five).
+    pub managers: [Manager; COLLECTIONS.len()],
+    /// The connected ports: links both of whose ends have connected them, by target in node
+    /// order and, for each target, in the order its input ports connected them — a tick reads
+    /// each node's inputs as one run of this list. A node's ports are its runs here.
     pub links: Vec<Link>,
+    /// Connection requests submitted and not yet checked by their ends, in the order submitted.
+    requests: Vec<ConnectionRequest>,
     pending: BTreeSet<Change>,
     pub ticks: u64,
     /// Nodes created and removed so far.
@@ -164,14 +219,17 @@ pub fn weighted_mean(inputs: impl IntoIterator<Item = (f32, f32)>) -> f32 {
 }
 
 impl Network {
-    /// The network at the start: every static node (Task and Perception), connected to the
-    /// static targets of its connection requests — none, as in the seed, so the network starts
-    /// incomplete.
+    /// The network at the start (seed 001's process): the managers of the Task and Perception
+    /// collections create and inject every static node; each submits a connection request for
+    /// every output port whose destination is a static node — none in the seed's structure, so
+    /// the network starts incomplete.
     pub fn new(catalog: Arc<Catalog>) -> Self {
         let n = catalog.names.len();
         let mut net = Self {
             nodes: vec![None; n],
+            managers: [Manager::default(); COLLECTIONS.len()],
             links: Vec::new(),
+            requests: Vec::new(),
             pending: BTreeSet::new(),
             ticks: 0,
             created: 0,
@@ -180,14 +238,18 @@ impl Network {
         };
         for id in 0..n {
             if !net.catalog.dynamic[id] {
-                net.nodes[id] = Some(Node { degree: 0.0, signal: Signal::None });
+                net.inject(id);
             }
         }
+        let catalog = Arc::clone(&net.catalog);
         for id in 0..n {
-            if net.nodes[id].is_some() {
-                net.connect_outputs_to_existing(id);
+            for (k, l) in catalog.links.iter().enumerate() {
+                if l.from == id && !catalog.dynamic[l.to] {
+                    net.submit(k, id);
+                }
             }
         }
+        net.connect_pending();
         net
     }
 
@@ -207,6 +269,29 @@ impl Network {
     /// A node by index, if it exists.
     pub fn node(&self, id: NodeId) -> Option<&Node> {
         self.nodes.get(id).and_then(Option::as_ref)
+    }
+
+    /// A node's ports (empty where it does not exist).
+    pub fn ports(&self, id: NodeId) -> Ports {
+        let names = |r: &&ConnectionRequest| {
+            let l = self.catalog.links[r.link];
+            l.from == id || l.to == id
+        };
+        Ports {
+            inputs: self
+                .links
+                .iter()
+                .filter(|l| l.to == id)
+                .filter_map(|l| self.catalog.link_index(l.from, l.to))
+                .collect(),
+            outputs: self
+                .links
+                .iter()
+                .filter(|l| l.from == id)
+                .filter_map(|l| self.catalog.link_index(l.from, l.to))
+                .collect(),
+            pending: self.requests.iter().filter(names).copied().collect(),
+        }
     }
 
     /// A node by name, if it exists.
@@ -245,14 +330,9 @@ impl Network {
         !self.pending.is_empty()
     }
 
-    fn has_link(&self, from: NodeId, to: NodeId) -> bool {
-        self.links.iter().any(|l| l.from == from && l.to == to)
-    }
-
-    fn link(&mut self, l: CatalogLink) {
-        if !self.has_link(l.from, l.to) {
-            self.links.push(Link { from: l.from, to: l.to, kind: l.kind, weight: l.weight });
-        }
+    /// Connection requests submitted and not yet connected by their ends.
+    pub fn pending_requests(&self) -> usize {
+        self.requests.len()
     }
 
     /// Every node's degree by [`NodeId`], `None` where the node does not exist (recordings).
@@ -261,64 +341,102 @@ impl Network {
     }
 
     /// Shows recorded degrees (replay): the nodes that existed with their degrees, the links
-    /// between them, and no change pending. Never used while the network runs.
+    /// between them connected, and no change pending. Never used while the network runs.
     pub fn show_degrees(&mut self, degrees: &[Option<f32>]) {
         for (id, slot) in self.nodes.iter_mut().enumerate() {
             *slot = degrees.get(id).copied().flatten().map(|degree| Node { degree, signal: Signal::None });
         }
-        self.links.clear();
         self.pending.clear();
+        self.requests.clear();
+        self.links.clear();
         let catalog = Arc::clone(&self.catalog);
-        for l in catalog.links.iter() {
-            if self.nodes[l.from].is_some() && self.nodes[l.to].is_some() {
-                self.link(*l);
+        for to in 0..self.nodes.len() {
+            for l in catalog.links.iter() {
+                if l.to == to && self.nodes[l.from].is_some() && self.nodes[to].is_some() {
+                    self.links.push(Link { from: l.from, to, kind: l.kind, weight: l.weight });
+                }
             }
         }
     }
 
-    /// Links a node's outputs to the nodes of its structure links that already exist.
-    fn connect_outputs_to_existing(&mut self, node: NodeId) {
-        let catalog = Arc::clone(&self.catalog);
-        for l in catalog.links.iter().filter(|l| l.from == node) {
-            if self.nodes[l.to].is_some() {
-                self.link(*l);
-            }
+    /// A node's manager creates it and injects it into the network (no ports yet).
+    fn inject(&mut self, id: NodeId) {
+        self.nodes[id] = Some(Node { degree: 0.0, signal: Signal::None });
+        self.count(id, |m| m.created += 1);
+        if self.catalog.dynamic[id] {
+            self.created += 1;
         }
     }
 
-    /// Creates a dynamic node (if absent) through its collection's manager: its input requests
-    /// go to existing nodes, its output requests create the missing dynamic nodes behind it.
+    /// Counts on the manager of node `id`'s collection.
+    fn count(&mut self, id: NodeId, add: impl FnOnce(&mut Manager)) {
+        if let Some(m) = self.managers.get_mut(self.catalog.collection[id]) {
+            add(m);
+        }
+    }
+
+    /// Whether link `k` is connected or asked for.
+    fn requested(&self, k: usize) -> bool {
+        let c = self.catalog.links[k];
+        self.links.iter().any(|l| l.from == c.from && l.to == c.to) || self.requests.iter().any(|r| r.link == k)
+    }
+
+    /// Node `asker` submits the request for link `k` (once) to the manager of the link's other
+    /// end: a node that exists gets it forwarded; a dynamic node that does not (an output port's
+    /// destination) is created, with the request attached to it. Both ends check it when the
+    /// nodes next check their requests.
+    fn submit(&mut self, k: usize, asker: NodeId) {
+        if self.requested(k) {
+            return;
+        }
+        let l = self.catalog.links[k];
+        let other = if asker == l.from { l.to } else { l.from };
+        if self.nodes[other].is_some() {
+            self.count(other, |m| m.forwarded += 1);
+            self.requests.push(ConnectionRequest { link: k });
+        } else if self.catalog.dynamic[other] && other == l.to {
+            self.count(other, |m| m.created_for += 1);
+            self.requests.push(ConnectionRequest { link: k });
+            self.create(other);
+        }
+    }
+
+    /// Creates a dynamic node (if absent) through its collection's manager: it asks for the
+    /// input ports whose source exists, then for every output port (creating the dynamic nodes
+    /// behind them).
     fn create(&mut self, id: NodeId) {
         if id >= self.nodes.len() {
             return;
         }
         if self.nodes[id].is_none() {
-            self.nodes[id] = Some(Node { degree: 0.0, signal: Signal::None });
-            self.created += 1;
+            self.inject(id);
         }
         let catalog = Arc::clone(&self.catalog);
-        for l in catalog.links.iter().filter(|l| l.to == id) {
-            if self.nodes[l.from].is_some() {
-                self.link(*l);
+        for (k, l) in catalog.links.iter().enumerate() {
+            if l.to == id && self.nodes[l.from].is_some() {
+                self.submit(k, id);
             }
         }
-        for l in catalog.links.iter().filter(|l| l.from == id) {
-            if self.nodes[l.to].is_none() {
-                self.create(l.to);
+        for (k, l) in catalog.links.iter().enumerate() {
+            if l.from == id {
+                self.submit(k, id);
             }
-            self.link(*l);
         }
     }
 
-    /// Removes a node and its links, then every dynamic node left with no input.
+    /// Removes a node with its ports (its links go from the other ends' ports too), then every
+    /// dynamic node left with no input, each through its manager.
     fn remove(&mut self, id: NodeId) {
         if id >= self.nodes.len() || !self.catalog.dynamic[id] || self.nodes[id].is_none() {
             return;
         }
         self.drop_node(id);
         loop {
-            let orphan = (0..self.nodes.len())
-                .find(|&n| self.nodes[n].is_some() && self.catalog.dynamic[n] && !self.links.iter().any(|l| l.to == n));
+            let catalog = &self.catalog;
+            let fed = |n: NodeId| {
+                self.links.iter().any(|l| l.to == n) || self.requests.iter().any(|r| catalog.links[r.link].to == n)
+            };
+            let orphan = (0..self.nodes.len()).find(|&n| self.nodes[n].is_some() && catalog.dynamic[n] && !fed(n));
             let Some(o) = orphan else { break };
             self.drop_node(o);
         }
@@ -326,12 +444,25 @@ impl Network {
 
     fn drop_node(&mut self, id: NodeId) {
         self.nodes[id] = None;
+        // Its links leave the other ends' ports, and requests that name it are withdrawn.
         self.links.retain(|l| l.from != id && l.to != id);
+        let catalog = &self.catalog;
+        self.requests.retain(|r| catalog.links[r.link].from != id && catalog.links[r.link].to != id);
+        self.count(id, |m| m.removed += 1);
         self.removed += 1;
     }
 
-    /// Applies the queued changes: all removals first, then all creations, each in node order.
+    /// Applies the queued changes: all removals first, then all creations, each in node order;
+    /// then every node checks its connection requests.
     pub fn apply_changes(&mut self) {
+        self.restructure();
+        self.connect_pending();
+    }
+
+    /// The managers' part of applying the queued changes: every removal finished (the node, its
+    /// links at both ends, the requests naming it, the nodes left with no input) before any
+    /// creation starts; creations inject nodes and submit their connection requests.
+    pub fn restructure(&mut self) {
         while let Some(change) = self.pending.pop_first() {
             match change {
                 Change::RemoveSubject(s) => self.remove(s),
@@ -340,26 +471,68 @@ impl Network {
         }
     }
 
-    /// Weighted mean of a node's inputs, from the degrees of the last tick.
+    /// The nodes' part: every node checks its pending connection requests and connects each
+    /// into its input or output ports; a link is complete when both ends have. All nodes check
+    /// before any node reads, so none reads a port whose other end is not connected yet.
+    pub fn connect_pending(&mut self) {
+        if self.requests.is_empty() {
+            return;
+        }
+        // Each target's new input ports follow those it had, in the order they were asked for;
+        // the list is rebuilt in the thread's scratch and copied back into its own allocation.
+        let requests = std::mem::take(&mut self.requests);
+        let mut room = TICK_ROOM.take();
+        let merged = &mut room.links;
+        merged.clear();
+        let mut at = 0;
+        for id in 0..self.nodes.len() {
+            while self.links.get(at).is_some_and(|l| l.to == id) {
+                merged.push(self.links[at]);
+                at += 1;
+            }
+            for r in &requests {
+                let l = self.catalog.links[r.link];
+                if l.to == id && self.nodes[l.from].is_some() && self.nodes[id].is_some() {
+                    merged.push(Link { from: l.from, to: id, kind: l.kind, weight: l.weight });
+                }
+            }
+        }
+        self.links.clear();
+        self.links.extend_from_slice(merged);
+        TICK_ROOM.set(room);
+    }
+
+    /// Weighted mean of a node's input ports, from the degrees of the last tick.
     pub fn input(&self, id: NodeId) -> f32 {
         weighted_mean(
             self.links.iter().filter(|l| l.to == id).filter_map(|l| self.node(l.from).map(|n| (l.weight, n.degree))),
         )
     }
 
-    /// One tick: apply queued changes, then every node reads its input ports as of the last
-    /// tick, and its functional unit `unit(node, weighted mean, inputs)` gives its new degree
-    /// (clamped to [0, 1]) and signal; all write together.
+    /// One tick (seed 001's process): apply the queued changes and let every node check its
+    /// connection requests; then every node reads its input ports as of the last tick, averages
+    /// them, and its functional unit `unit(node, weighted mean, inputs)` gives its new degree
+    /// (clamped to [0, 1]) and signal, which it writes to all its output ports — all together,
+    /// after every node has read.
     pub fn tick(&mut self, mut unit: impl FnMut(NodeId, f32, &[Input]) -> (f32, Signal)) {
         self.apply_changes();
-        let TickRoom { mut next, mut inputs } = TICK_ROOM.take();
+        let TickRoom { mut next, mut inputs, links } = TICK_ROOM.take();
         next.clear();
+        // Each node's input ports are one run of the link list (see `links`).
+        let mut at = 0;
         for id in 0..self.nodes.len() {
             if self.nodes[id].is_none() {
                 continue;
             }
             inputs.clear();
-            for l in self.links.iter().filter(|l| l.to == id) {
+            while self.links.get(at).is_some_and(|l| l.to < id) {
+                at += 1;
+            }
+            let start = at;
+            while self.links.get(at).is_some_and(|l| l.to == id) {
+                at += 1;
+            }
+            for l in &self.links[start..at] {
                 if let Some(from) = &self.nodes[l.from] {
                     inputs.push(Input {
                         from: l.from,
@@ -378,16 +551,21 @@ impl Network {
         for (id, node) in next.drain(..) {
             self.nodes[id] = Some(node);
         }
-        TICK_ROOM.set(TickRoom { next, inputs });
+        TICK_ROOM.set(TickRoom { next, inputs, links });
         self.ticks += 1;
     }
 
-    /// Every link joins two existing nodes, and every dynamic node has an input.
+    /// Every link joins two existing nodes, no request waits, and every dynamic node has an
+    /// input.
     pub fn check(&self) -> Result<(), String> {
         for l in &self.links {
             if self.node(l.from).is_none() || self.node(l.to).is_none() {
                 return Err(format!("link {} -> {} has a missing end", self.name(l.from), self.name(l.to)));
             }
+        }
+        if let Some(r) = self.requests.first() {
+            let l = self.catalog.links[r.link];
+            return Err(format!("the request {} -> {} is not checked yet", self.name(l.from), self.name(l.to)));
         }
         for (id, _) in self.nodes() {
             if self.catalog.dynamic[id] && !self.links.iter().any(|l| l.to == id) {
@@ -565,5 +743,138 @@ mod tests {
         assert!((net.get("Speed").unwrap().degree - 0.6).abs() < 1e-6);
         let dump = net.dump();
         assert!(dump.lines().any(|l| l.starts_with("Speed (D:0.60)")), "{dump}");
+    }
+
+    /// The seed's walkthrough, step by step: the managers create the static nodes; the Camera
+    /// sees a pen and the subject manager creates Pen, whose requests go to the managers of its
+    /// ends — forwarded to Collecting, Camera and GripSensor, which exist; creating Move, Turn
+    /// and Grip, which do not, and behind them Speed, Angle and Gripper; every node then checks
+    /// its requests and fills its ports.
+    #[test]
+    fn the_seeds_process_managers_requests_and_ports() {
+        let mut net = Network::from_structure(default_network());
+        let created: Vec<u32> = net.managers.iter().map(|m| m.created).collect();
+        assert_eq!(created, [2, 3, 0, 0, 0], "Task and Perception create their static nodes");
+        assert_eq!(net.pending_requests(), 0);
+
+        net.perceive(id(&net, "Pen"));
+        net.restructure();
+        let m = |c: usize| net.managers[c];
+        assert_eq!((m(2).created, m(3).created, m(4).created), (1, 3, 3));
+        assert_eq!((m(0).forwarded, m(1).forwarded), (1, 2), "Collecting; Camera and GripSensor");
+        assert_eq!((m(3).created_for, m(4).created_for), (3, 3), "Move, Turn, Grip; Speed, Angle, Gripper");
+        // Created and asked for, not yet connected: Pen's ports are empty, its requests wait.
+        let pen = id(&net, "Pen");
+        let ports = net.ports(pen);
+        assert!(ports.inputs.is_empty() && ports.outputs.is_empty());
+        assert_eq!(ports.pending.len(), 6);
+        assert_eq!(net.pending_requests(), 9, "nine links asked for");
+        assert!(net.check().is_err(), "half-connected until every node checks its requests");
+
+        net.connect_pending();
+        let ends = |ks: &[usize]| -> Vec<String> {
+            ks.iter()
+                .map(|&k| net.catalog().links[k])
+                .map(|l| format!("{}>{}", net.name(l.from), net.name(l.to)))
+                .collect()
+        };
+        let ports = net.ports(pen);
+        assert_eq!(ends(&ports.inputs), ["Collecting>Pen", "Camera>Pen", "GripSensor>Pen"]);
+        assert_eq!(ends(&ports.outputs), ["Pen>Move", "Pen>Turn", "Pen>Grip"]);
+        assert_eq!(ends(&net.ports(id(&net, "Camera")).outputs), ["Camera>Pen"]);
+        assert_eq!(net.pending_requests(), 0);
+        net.check().unwrap();
+    }
+
+    /// Seed problem one: a node reading a buffer whose other end is not connected. Read between
+    /// the managers' part and the nodes' check, Pen would miss the Camera's degree; a tick lets
+    /// every node check its requests before any node reads, so it never does.
+    #[test]
+    fn no_node_reads_a_port_whose_other_end_is_not_connected() {
+        let mut net = Network::from_structure(default_network());
+        let (camera, pen) = (id(&net, "Camera"), id(&net, "Pen"));
+        let sees = move |n: NodeId, x: f32, _: &[Input]| (if n == camera { 1.0 } else { x }, Signal::None);
+        net.tick(sees);
+        net.perceive(pen);
+        net.restructure();
+        assert_eq!(net.input(pen), 0.0, "the naive order: Pen reads before the links are connected");
+        net.connect_pending();
+        assert!(net.input(pen) > 0.0, "connected, Pen hears the Camera");
+
+        // Through ticks: every input a unit reads comes over a link connected at both ends.
+        let mut net = Network::from_structure(default_network());
+        net.tick(sees);
+        for subject in ["Pen", "Station", "Box"] {
+            net.perceive(id(&net, subject));
+            let mut read = Vec::new();
+            net.tick(|n, x, inputs| {
+                read.extend(inputs.iter().map(|i| (i.from, n)));
+                sees(n, x, inputs)
+            });
+            for (from, to) in read {
+                let linked = |k: &usize| net.catalog().links[*k].from == from && net.catalog().links[*k].to == to;
+                assert!(net.ports(to).inputs.iter().any(linked) && net.ports(from).outputs.iter().any(linked));
+            }
+            net.check().unwrap();
+        }
+        assert_eq!(net.get("Pen").map(|n| n.degree), Some(0.2), "Camera 1 of Pen's five weights");
+    }
+
+    /// Seed problem two: creating a node while another's deletion is unfinished. Forgetting and
+    /// perceiving in one tick, the removal — the node, its links at both ends, the nodes left
+    /// without input — ends before the creation starts, and the result is what a fresh
+    /// creation gives.
+    #[test]
+    fn a_creation_never_overlaps_an_unfinished_removal() {
+        let fresh = {
+            let mut net = Network::from_structure(default_network());
+            net.perceive(id(&net, "Pen"));
+            net.tick(|_, x, _| (x, Signal::None));
+            net
+        };
+        let mut net = fresh.clone();
+        net.forget(id(&net, "Pen"));
+        net.perceive(id(&net, "Pen"));
+        net.tick(|_, x, _| (x, Signal::None));
+        net.check().unwrap();
+        assert_eq!(net.link_set(), fresh.link_set());
+        for n in 0..net.catalog().names.len() {
+            assert_eq!(net.ports(n), fresh.ports(n), "{}", net.name(n));
+        }
+        assert_eq!((net.removed, net.created), (7, 14), "Pen and the six behind it, then again");
+    }
+
+    /// Seed problem three: deadlock when nodes are removed. Requests that name a node being
+    /// removed are withdrawn rather than waited on: a subject forgotten before its requests
+    /// were checked takes the nodes created for it along, and nothing waits.
+    #[test]
+    fn removing_a_node_whose_requests_are_pending_leaves_nothing_waiting() {
+        let mut net = Network::from_structure(default_network());
+        net.perceive(id(&net, "Station"));
+        net.tick(|_, x, _| (x, Signal::None));
+        net.perceive(id(&net, "Pen"));
+        net.restructure();
+        assert!(net.pending_requests() > 0);
+        // Pen goes before it was ever connected: its requests are withdrawn at both ends; Grip
+        // and Gripper (created for it alone) go with it; Move and Turn stay, fed by Station.
+        net.forget(id(&net, "Pen"));
+        net.restructure();
+        net.connect_pending();
+        assert_eq!(net.pending_requests(), 0);
+        net.check().unwrap();
+        assert!(net.get("Pen").is_none() && net.get("Grip").is_none() && net.get("Gripper").is_none());
+        assert!(net.get("Move").is_some() && net.get("Turn").is_some());
+        assert_eq!(
+            net.link_set(),
+            [
+                "Camera -> Station",
+                "Charging -> Station",
+                "Move -> Speed",
+                "Power -> Station",
+                "Station -> Move",
+                "Station -> Turn",
+                "Turn -> Angle"
+            ]
+        );
     }
 }
