@@ -24,8 +24,8 @@ pub mod simple;
 use crate::robot::Robot;
 use crate::scene::ActiveScene;
 use crate::scene::schema::ControllerSpec;
-use crate::sim::ThinkSystems;
 use crate::sim::rng::stream;
+use crate::sim::{ThinkSystems, add_optional_systems, any_with};
 use crate::world::Arena;
 
 /// Which controller drives the robot, as written in the scene.
@@ -37,20 +37,43 @@ pub(super) fn plugin(app: &mut App) {
     network::plugin(app);
     programs::plugin(app);
     remote::plugin(app);
-    app.add_observer(attach_controller).add_systems(
-        FixedUpdate,
+    use ControllerSystems as C;
+    app.add_observer(attach_controller)
         // Each controller kind drives its own robots; the fixed order keeps every step the same.
-        (
-            simple::constant_drive,
-            simple::wander,
-            explore::explore,
-            network::controller::think,
-            remote::drive_remote_robots,
-            programs::act,
+        .configure_sets(
+            FixedUpdate,
+            (C::Constant, C::Wander, C::Explore, C::Network, C::Remote, C::Programs)
+                .chain()
+                .in_set(ThinkSystems::Control),
         )
-            .chain()
-            .in_set(ThinkSystems::Control),
-    );
+        .add_systems(
+            FixedUpdate,
+            (
+                simple::constant_drive.in_set(C::Constant),
+                simple::wander.in_set(C::Wander),
+                explore::explore.in_set(C::Explore),
+                network::controller::think.in_set(C::Network),
+                remote::drive_remote_robots.in_set(C::Remote),
+                programs::act.in_set(C::Programs),
+            ),
+        );
+    // A world without robots of a kind needs not schedule its controller.
+    add_optional_systems(app, FixedUpdate, C::Constant, any_with::<simple::ConstantDrive>);
+    add_optional_systems(app, FixedUpdate, C::Wander, any_with::<simple::Wander>);
+    add_optional_systems(app, FixedUpdate, C::Explore, any_with::<explore::Explorer>);
+    add_optional_systems(app, FixedUpdate, C::Network, any_with::<network::NetworkController>);
+    add_optional_systems(app, FixedUpdate, C::Remote, any_with::<remote::Remote>);
+}
+
+/// The controllers of each kind, in the order they think in a step.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ControllerSystems {
+    Constant,
+    Wander,
+    Explore,
+    Network,
+    Remote,
+    Programs,
 }
 
 /// What attaching any controller may need.

@@ -11,6 +11,7 @@
 //! It sits below `run/` (which runs recordings again: `run::verify`) and above every
 //! subsystem it records.
 
+use bevy::ecs::schedule::ScheduleLabel;
 use bevy::prelude::*;
 
 pub mod capture;
@@ -54,6 +55,22 @@ pub(crate) fn plugin(app: &mut App) {
         .init_resource::<viewer::ViewerControl>()
         .add_systems(PreUpdate, viewer::serve_viewers.in_set(LoadSystems::Serve))
         .add_systems(FixedPostUpdate, capture::capture);
+    // Recording's systems work while the recorder has sinks or the input log records or replays.
+    for (schedule, set) in [
+        (FixedFirst.intern(), follow_recorder.into_system_set().intern()),
+        (FixedFirst.intern(), inputs::params_at_step_start.into_system_set().intern()),
+        (FixedFirst.intern(), observe_skills_while_recording.into_system_set().intern()),
+        (FixedUpdate.intern(), inputs::commands_after_transmit.into_system_set().intern()),
+        (FixedUpdate.intern(), inputs::sends_before_delivery.into_system_set().intern()),
+        (FixedPostUpdate.intern(), capture::capture.into_system_set().intern()),
+    ] {
+        crate::sim::add_optional_systems(app, schedule, set, recording);
+    }
+}
+
+/// Whether the world records or replays now.
+fn recording(world: &mut World) -> bool {
+    world.resource::<Recorder>().active() || world.resource::<InputLog>().mode != InputMode::Off
 }
 
 /// What a recording of `scene` says about its run. `text` is the scene file's text as read,

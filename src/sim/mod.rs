@@ -16,6 +16,7 @@ use bevy_rapier2d::prelude::PhysicsSet;
 
 pub mod clock;
 pub mod hash;
+pub mod optional;
 pub mod order;
 pub mod report;
 pub mod rng;
@@ -24,6 +25,7 @@ pub mod stop;
 
 pub use clock::{ClockMode, SimClock, Speed, StepGate};
 pub use hash::TrajectoryHash;
+pub use optional::{add_optional_systems, any_with, drop_unused_systems};
 pub use order::RobotOrder;
 pub use report::{ReportSections, SectionFn, add_report_section};
 

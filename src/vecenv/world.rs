@@ -15,7 +15,7 @@ use crate::run::headless::headless_app_with;
 use crate::run::until::Until;
 use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
 use crate::scene::{PendingScene, SceneSource};
-use crate::sim::{Passes, SimTime, TrajectoryHash, run_rest_part, run_sense_part};
+use crate::sim::{Passes, SimTime, TrajectoryHash, drop_unused_systems, run_rest_part, run_sense_part};
 use crate::world::Arena;
 
 /// Values of one robot's action: linear and angular speed as fractions of its maxima (clamped
@@ -243,6 +243,8 @@ impl EnvWorld {
         // Each world steps on the thread it is given: the environment spreads worlds over the
         // cores, not a world's robots.
         world.insert_resource(Passes::ONE);
+        // One scene, reset again and again, never recorded: what it does not use now it never will.
+        drop_unused_systems(&mut world);
         let mut env = EnvWorld {
             world,
             observed: None,
@@ -408,3 +410,35 @@ pub fn robot_action(name: &str, max_speed: f32, max_turn: f32, a: &[f32]) -> Rob
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::headless::run_steps;
+    use crate::scene::load::load_scene_file;
+
+    /// An environment's world drops the systems it does not use — recording, the controllers
+    /// of kinds it has no robot of, sonars — and its trajectory is that of the world with all of
+    /// them: here a behaviour-network robot collects beside two idle program robots.
+    #[test]
+    fn dropping_the_unused_systems_changes_no_trajectory() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/ros2.ron");
+        let mut scene = load_scene_file(&path).unwrap().0;
+        scene.ros2.enabled = false;
+        let build = || {
+            headless_app_with(scene.clone(), SceneSource::Generated, |app| {
+                app.insert_resource(InProcess);
+            })
+        };
+        let (mut all, mut trimmed) = (build(), build());
+        let dropped = drop_unused_systems(trimmed.world_mut());
+        // Six of recording's, the constant, wander, explore and remote controllers, sonars.
+        assert_eq!(dropped, 11);
+        run_steps(&mut all, 400);
+        run_steps(&mut trimmed, 400);
+        let hash = |app: &App| app.world().resource::<TrajectoryHash>().hex();
+        assert_eq!(hash(&trimmed), hash(&all));
+        assert_eq!(trimmed.world().resource::<SimTime>().step, 400);
+    }
+}
+

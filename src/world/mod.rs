@@ -121,6 +121,7 @@ pub(super) fn plugin(app: &mut App) {
             ),
         )
         .add_systems(PreUpdate, spatial::forget_on_load.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React));
+    crate::sim::add_optional_systems(app, FixedUpdate, sonar::sense_sonars, crate::sim::any_with::<Sonar>);
 }
 
 fn v(p: (f32, f32)) -> Vec2 {

@@ -47,6 +47,7 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<CollectProgress>()
         .add_systems(PreUpdate, reset_progress.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
         .add_systems(FixedUpdate, record_progress.in_set(SimSystems::Record));
+    crate::sim::add_optional_systems(app, FixedUpdate, record_progress, crate::sim::any_with::<NetworkController>);
     add_report_section(app, report_section);
 }
 
