@@ -441,4 +441,3 @@ mod tests {
         assert_eq!(trimmed.world().resource::<SimTime>().step, 400);
     }
 }
-

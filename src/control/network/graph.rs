@@ -273,23 +273,17 @@ impl Network {
 
     /// A node's ports (empty where it does not exist).
     pub fn ports(&self, id: NodeId) -> Ports {
+        let ports = |end: fn(&Link) -> NodeId| -> Vec<usize> {
+            let mine = self.links.iter().filter(|l| end(l) == id);
+            mine.filter_map(|l| self.catalog.link_index(l.from, l.to)).collect()
+        };
         let names = |r: &&ConnectionRequest| {
             let l = self.catalog.links[r.link];
             l.from == id || l.to == id
         };
         Ports {
-            inputs: self
-                .links
-                .iter()
-                .filter(|l| l.to == id)
-                .filter_map(|l| self.catalog.link_index(l.from, l.to))
-                .collect(),
-            outputs: self
-                .links
-                .iter()
-                .filter(|l| l.from == id)
-                .filter_map(|l| self.catalog.link_index(l.from, l.to))
-                .collect(),
+            inputs: ports(|l| l.to),
+            outputs: ports(|l| l.from),
             pending: self.requests.iter().filter(names).copied().collect(),
         }
     }
