@@ -97,11 +97,14 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
         let (from, to) = (a.right_center(), b.left_center());
         let color = if l.weight >= 0.0 { palette::EXCITE } else { palette::INHIBIT };
         painter.line_segment([from, to], egui::Stroke::new(0.8 + l.weight.abs().min(3.0), color));
-        let mid = from + (to - from) * 0.35;
+        let mid = from + (to - from) * 0.5;
+        // The degree the port carries this tick (its source's last output); the weight is the
+        // line's width and colour, and in the table dump.
+        let degree = net.node(l.from).map_or(0.0, |n| n.degree);
         painter.text(
             mid,
             egui::Align2::CENTER_BOTTOM,
-            format!("{:.1}", l.weight),
+            format!("{degree:.2}"),
             egui::FontId::proportional(9.0),
             color,
         );
