@@ -101,13 +101,7 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
         // The degree the port carries this tick (its source's last output); the weight is the
         // line's width and colour, and in the table dump.
         let degree = net.node(l.from).map_or(0.0, |n| n.degree);
-        painter.text(
-            mid,
-            egui::Align2::CENTER_BOTTOM,
-            format!("{degree:.2}"),
-            egui::FontId::proportional(9.0),
-            color,
-        );
+        painter.text(mid, egui::Align2::CENTER_BOTTOM, format!("{degree:.2}"), egui::FontId::proportional(9.0), color);
     }
     for id in 0..catalog.names.len() {
         let r = node_rect(id);
