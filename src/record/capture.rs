@@ -85,6 +85,12 @@ impl Recorder {
         self.write_every_sink(|s| s.write(&record));
     }
 
+    /// Whether a sink takes crsim's own records (a recording, a viewer): a ROS 2 bag alone does
+    /// not, and then no step's records are made.
+    pub fn wants_records(&self) -> bool {
+        self.sinks.iter().any(|s| !s.wants_foreign())
+    }
+
     /// Whether a sink takes messages of foreign channels (a ROS 2 bag being written).
     pub fn wants_foreign(&self) -> bool {
         self.sinks.iter().any(|s| s.wants_foreign())
@@ -219,16 +225,18 @@ pub(super) fn capture(
     scans: Query<(&Robot, &RangeScan)>,
     pen_order: Res<PenOrder>,
 ) {
-    if !rec.active() {
+    let step = time.step;
+    let rec = &mut *rec;
+    if rec.active() {
+        rec.steps += 1;
+    }
+    if !rec.wants_records() {
         bumps.clear();
         radio_log.enabled = false;
         return;
     }
     radio_log.enabled = true;
-    let step = time.step;
-    let rec = &mut *rec;
     let first = rec.last_step.is_none();
-    rec.steps += 1;
     rec.last_step = Some(step);
     let name = |e: Entity| names.get(e).map(|n| n.to_string()).unwrap_or_default();
     let mut events = std::mem::take(&mut rec.pending);

@@ -126,7 +126,9 @@ pub fn without_outside_drivers(mut scene: crate::scene::SceneFile) -> crate::sce
 
 /// The input log records while the recorder has sinks (unless it replays for verify).
 fn follow_recorder(rec: Res<Recorder>, mut log: ResMut<InputLog>) {
-    let want = if rec.active() { InputMode::Record } else { InputMode::Off };
+    // Inputs are kept for crsim's own recordings (verify runs them again); a ROS 2 bag alone
+    // needs none.
+    let want = if rec.wants_records() { InputMode::Record } else { InputMode::Off };
     if log.mode != InputMode::Replay && log.mode != want {
         *log = InputLog::new(want);
     }
