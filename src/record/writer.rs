@@ -139,7 +139,7 @@ fn write_loop(
                                     let id = w
                                         .add_channel(schema, &c.topic, &c.message_encoding, &c.metadata)
                                         .map_err(err)?;
-                                    *foreign.entry(c.topic.clone()).or_default() = id;
+                                    foreign.insert(c.topic.clone(), id);
                                     id
                                 }
                             };

@@ -15,7 +15,7 @@ use serde_json::json;
 use super::feed::{Bridged, Feed, Offered, Published, Sample, feeds, gather};
 use super::msgs;
 use crate::record::Recorder;
-use crate::record::format::{ForeignChannel, ForeignMessage, dt_ns};
+use crate::record::format::{ForeignChannel, ForeignMessage};
 use crate::scene::ActiveScene;
 use crate::sim::{RobotOrder, SimTime};
 
@@ -98,7 +98,9 @@ pub(super) fn record(
             &mut bag.current.insert((rec.started, c)).1
         }
     };
-    let log_time = (time.step + 1).saturating_mul(dt_ns(time.dt_exact));
+    // Logged at the time every message of the step is stamped with.
+    let stamp = super::feed::stamp(&time);
+    let log_time = stamp.sec.max(0) as u64 * 1_000_000_000 + u64::from(stamp.nanosec);
     for sample in gather(&mut channels.feeds, settings, &time, &robots) {
         match sample.cdr() {
             Ok(data) => {

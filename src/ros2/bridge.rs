@@ -281,10 +281,9 @@ fn participant(domain: u16) -> Result<(Context, Node), String> {
     Ok((context, node))
 }
 
-/// A QoS profile of ROS 2's usual shape: volatile or transient local, reliable (a write never
-/// waits: a sample DDS cannot take is counted, and the step goes on) or best effort, keeping the
-/// newest `depth`.
-/// The DDS profile of what a topic is offered with.
+/// The DDS profile of what a topic is offered with: volatile or transient local, reliable (a
+/// write never waits: a sample DDS cannot take is counted, and the step goes on) or best effort,
+/// keeping the newest `depth`.
 fn qos(o: Offered) -> QosProfile {
     let reliability =
         if o.reliable { Reliability::Reliable { when_full: WhenFull::Fail } } else { Reliability::BestEffort };
@@ -295,34 +294,42 @@ fn qos(o: Offered) -> QosProfile {
         .history(History::KeepLast { depth: o.depth })
 }
 
-fn subscription<M: 'static>(
+/// The topic `<namespace>/<topic>` of ROS 2 type `package/msg/kind`, and its full name.
+fn topic(
     node: &mut Node,
     namespace: &str,
     topic: &str,
     (package, kind): (&str, &str),
     qos: &QosProfile,
-) -> Result<Subscription<M>, String> {
-    let name =
-        RosName::parse(&format!("{namespace}/{topic}")).map_err(|e| format!("topic {namespace}/{topic}: {e}"))?;
-    let t = node
-        .create_topic(&name, MessageTypeName::new(package, kind), qos)
-        .map_err(|e| format!("topic {name}: {e:?}"))?;
-    node.create_subscription(&t, None).map_err(|e| format!("subscription of {name}: {e:?}"))
-}
-
-fn publisher<M: Serialize>(
-    node: &mut Node,
-    namespace: &str,
-    topic: &str,
-    (package, kind): (&str, &str),
-    qos: &QosProfile,
-) -> Result<Publisher<M>, String> {
+) -> Result<(ros2_client::dds::rustdds::Topic, String), String> {
     let full = format!("{}/{topic}", namespace.trim_end_matches('/'));
     let name = RosName::parse(&full).map_err(|e| format!("topic {full}: {e}"))?;
     let t = node
         .create_topic(&name, MessageTypeName::new(package, kind), qos)
         .map_err(|e| format!("topic {name}: {e:?}"))?;
-    node.create_publisher(&t, None).map_err(|e| format!("publisher of {name}: {e:?}"))
+    Ok((t, full))
+}
+
+fn subscription<M: 'static>(
+    node: &mut Node,
+    namespace: &str,
+    name: &str,
+    kind: (&str, &str),
+    qos: &QosProfile,
+) -> Result<Subscription<M>, String> {
+    let (t, full) = topic(node, namespace, name, kind, qos)?;
+    node.create_subscription(&t, None).map_err(|e| format!("subscription of {full}: {e:?}"))
+}
+
+fn publisher<M: Serialize>(
+    node: &mut Node,
+    namespace: &str,
+    name: &str,
+    kind: (&str, &str),
+    qos: &QosProfile,
+) -> Result<Publisher<M>, String> {
+    let (t, full) = topic(node, namespace, name, kind, qos)?;
+    node.create_publisher(&t, None).map_err(|e| format!("publisher of {full}: {e:?}"))
 }
 
 /// Every bridged robot's topics, in the feeds' order, and `/clock` and `/tf`.

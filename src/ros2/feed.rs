@@ -106,8 +106,9 @@ impl Sample {
             Sample::Odom(_, m) => encode(m.as_ref()),
             Sample::Scan(_, m) => encode(m),
             Sample::Battery(_, m) => encode(m),
-            Sample::Bump(_, data) | Sample::Gripper(_, data) => encode(&msgs::Bool { data: *data }),
-            Sample::Received(_, data) => encode(&msgs::Text { data: data.clone() }),
+            // `std_msgs/Bool` and `String` are one field each: their CDR is the field's.
+            Sample::Bump(_, data) | Sample::Gripper(_, data) => encode(data),
+            Sample::Received(_, data) => encode(data),
             Sample::Tf(m) => encode(m),
             Sample::Clock(m) => encode(m),
         }
