@@ -44,10 +44,10 @@ fn the_pens_scene_boxes_every_pen() {
             break;
         }
     }
-    // Subjects came and went: the full network of a pen, a box and the station at times, the
-    // static five at others.
-    assert!(most_nodes >= 12, "{most_nodes}");
-    assert_eq!(fewest_nodes, 5);
+    // Subjects came and went: the full network of a pen, a box and the station at times; at
+    // others the static seven and the search with the control and actuator nodes it drives.
+    assert!(most_nodes >= 16, "{most_nodes}");
+    assert_eq!(fewest_nodes, 12);
     let report = build_report(app.world_mut(), 0.0);
     let collect = &report.sections["collect"];
     assert_eq!(collect["pens_total"], 8);
@@ -112,7 +112,8 @@ fn charging_takes_over_at_low_power_and_collecting_resumes() {
     assert_eq!(app.world().get::<Battery>(alpha).unwrap().depletions, 0);
 }
 
-/// Two collectors that see the same pen: the nearer is 0.6 m from it, the other 0.9 m.
+/// Two collectors that see the same pen: the nearer is 0.6 m from it, the other 0.8 m (clear of
+/// the wall, so that neither starts with a bump).
 fn two_after_one_pen(link: bool) -> SceneFile {
     let mut s = SceneFile::empty("claims", 3.0, 2.0);
     s.comms.link = link;
@@ -120,7 +121,7 @@ fn two_after_one_pen(link: bool) -> SceneFile {
     s.boxes.push(BoxSpec { name: "box".into(), center: (2.7, 1.7), size: (0.4, 0.4), angle: 0.0 });
     let mut near = RobotSpec::new("near", 0.9, 1.0, 0.0);
     near.controller = ControllerSpec::network();
-    let mut far = RobotSpec::new("far", 1.5, 0.1, 90.0);
+    let mut far = RobotSpec::new("far", 1.5, 0.2, 90.0);
     far.controller = ControllerSpec::network();
     s.robots = vec![near, far];
     s

@@ -10,8 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::error::SceneError;
 
-/// The structure shipped with crsim.
+/// The structure shipped with crsim: the seed's tables and the nodes that make the network the
+/// whole controller (search, bumper, radio).
 pub const DEFAULT_NETWORK: &str = include_str!("../../assets/network.ron");
+
+/// Seed 001's basic structure exactly as its tables give it.
+pub const SEED_NETWORK: &str = include_str!("../../assets/seed001-network.ron");
 
 /// When a collection's nodes exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,6 +192,11 @@ pub fn default_network() -> NetworkStructure {
     parse_network(DEFAULT_NETWORK, "assets/network.ron").expect("the shipped structure is checked by tests")
 }
 
+/// Seed 001's own structure (its tables alone).
+pub fn seed_network() -> NetworkStructure {
+    parse_network(SEED_NETWORK, "assets/seed001-network.ron").expect("the shipped structure is checked by tests")
+}
+
 /// Checks a structure: the seed's five collections, unique node names, links between the right
 /// layers with the right type, known ends, no duplicates, finite weights.
 pub fn validate(s: &NetworkStructure) -> Vec<SceneError> {
@@ -260,8 +269,8 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_structure_is_the_seeds() {
-        let s = default_network();
+    fn the_seeds_structure_is_its_tables() {
+        let s = seed_network();
         let nodes: Vec<Vec<&str>> =
             s.collections.iter().map(|c| c.nodes.iter().map(String::as_str).collect()).collect();
         assert_eq!(
@@ -293,9 +302,28 @@ mod tests {
         assert_eq!(s.links.len(), 25);
     }
 
+    /// crsim's structure is the seed's with nodes added: every node and link of the seed's
+    /// tables is in it with the same type (weights differ where the added inputs rebalance them).
+    #[test]
+    fn the_shipped_structure_holds_the_seeds() {
+        let (seed, ours) = (seed_network(), default_network());
+        for (a, b) in seed.collections.iter().zip(&ours.collections) {
+            assert_eq!((&a.name, a.lifetime), (&b.name, b.lifetime));
+            assert!(a.nodes.iter().all(|n| b.nodes.contains(n)), "{} lacks some of {:?}", b.name, a.nodes);
+        }
+        for l in &seed.links {
+            let found = ours.links.iter().find(|o| o.from == l.from && o.to == l.to);
+            assert_eq!(found.map(|o| o.kind), Some(l.kind), "{} -> {}", l.from, l.to);
+        }
+        let added: Vec<&str> = ours.collections.iter().flat_map(|c| &c.nodes).map(String::as_str).collect();
+        for n in ["Bumper", "Radio", "Search", "Obstacle"] {
+            assert!(added.contains(&n), "{n}");
+        }
+    }
+
     #[test]
     fn tables_in_the_seeds_format() {
-        let s = default_network();
+        let s = seed_network();
         let t = s.tables(|n| (n == "Camera").then_some(0.5));
         assert!(t.contains("The Task Collection"), "{t}");
         let charging = t.lines().find(|l| l.starts_with("Charging")).unwrap();

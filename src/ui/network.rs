@@ -119,7 +119,7 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
             bar.set_width(bar.width() * n.degree);
             let fill = match n.signal {
                 Signal::Track { .. } => palette::TRACK,
-                Signal::Level(_) => palette::LEVEL,
+                Signal::Level(_) | Signal::Steer { .. } => palette::LEVEL,
                 Signal::None => palette::NO_SIGNAL,
             };
             painter.rect_filled(bar, 1.0, fill);

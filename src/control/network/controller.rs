@@ -173,7 +173,8 @@ impl NetworkController {
     /// Updates the object a subject kind tracks from the camera's sightings of that kind
     /// (nearest first; `fresh` when the picture was taken this step): the one already tracked
     /// while it is in view, else the nearest one this robot need not yield; a pen a closer robot
-    /// claimed is given up at once. A subject not seen for `forget_after` steps is forgotten.
+    /// claimed is given up at once (returns true then). A subject not seen for `forget_after`
+    /// steps is forgotten. (The Camera node asks for the subject node while it tracks one.)
     pub fn choose_subject(
         &mut self,
         kind: SubjectKind,
@@ -182,7 +183,8 @@ impl NetworkController {
         me: &str,
         now: u64,
         fresh: bool,
-    ) {
+    ) -> bool {
+        let mut yielded = false;
         let slot = kind as usize;
         let mut choice: Option<&Candidate> = None;
         let mut keep_current = false;
@@ -195,6 +197,7 @@ impl NetworkController {
                     // Give it up at once, not after the forget period.
                     self.stats.yielded += 1;
                     self.tracked[slot] = None;
+                    yielded = true;
                 }
                 continue;
             }
@@ -219,7 +222,7 @@ impl NetworkController {
         } else if self.tracked[slot].as_ref().is_some_and(|t| now.saturating_sub(t.last_seen) > self.forget_after) {
             self.tracked[slot] = None;
         }
-        self.brain.set_subject(kind, self.tracked[slot].is_some());
+        yielded
     }
 
     /// The pen to announce now, with this robot's distance to it: the tracked pen while the pen
@@ -239,52 +242,36 @@ impl NetworkController {
         Some(claim)
     }
 
-    /// The motion as fractions of the robot's maxima (linear, angular): the network's command;
-    /// or, while the search wanderer backs off, after a blocking bump, or with no subject
-    /// leading, the way to a known goal — along the path to the nearest station while charging
-    /// (standing still once on it), to the box last seen while holding a pen — or the search.
-    pub fn motion(&mut self, outputs: &Outputs, situation: Situation, at: (Vec2, f32), dt: f32) -> (f32, f32) {
-        let (pos, heading) = at;
-        let Situation { blocked, holding, on_station } = situation;
-        if let (Some(s), Some(t)) = (outputs.speed, outputs.turn)
-            && !self.search.is_turning()
-            && !blocked
-        {
-            return (s, t);
-        }
-        let goal = if self.brain.charging {
-            if on_station && !self.search.is_turning() {
-                return (0.0, 0.0);
-            }
-            self.stations.waypoint(pos, WAYPOINT_AHEAD).or_else(|| self.stations.nearest_station(pos))
-        } else if holding {
-            self.known_box.filter(|b| b.distance(pos) > GOAL_REACHED)
-        } else {
-            None
-        };
-        match goal {
-            Some(g) if !self.search.is_turning() && !blocked => {
-                let v = view_of(pos, heading, g);
-                let p = self.brain.params;
-                (super::units::approach_speed(v, false, &p), (p.turn_gain * v.bearing).clamp(-1.0, 1.0))
-            }
-            _ => self.search.decide(blocked, dt),
-        }
-    }
-
     /// The battery level the way to the nearest station needs, with a margin of
     /// [`RESERVE_FACTOR`]: at `energy_per_metre` units per metre of `capacity`.
     pub fn reserve(&mut self, position: Vec2, energy_per_metre: f32, capacity: f32) -> f32 {
+        self.station_distance(position).map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
+    }
+
+    /// The length of the way from `position` to the nearest charging station, if there is one.
+    pub fn station_distance(&mut self, position: Vec2) -> Option<f32> {
         let map = Arc::as_ptr(&self.stations) as usize;
-        let distance = self.stations.cell_of(position).and_then(|cell| match self.station_memo {
+        self.stations.cell_of(position).and_then(|cell| match self.station_memo {
             Some((m, c, d)) if m == map && c == cell => d,
             _ => {
                 let d = self.stations.distance_from_cell(cell);
                 self.station_memo = Some((map, cell, d));
                 d
             }
-        });
-        distance.map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
+        })
+    }
+
+    /// What the robot knows beyond its camera, for the subjects: the box last seen (while holding
+    /// a pen, until within [`GOAL_REACHED`] of it) and the way to the nearest charging station
+    /// (while charging: the point [`WAYPOINT_AHEAD`] along it, or the station itself).
+    pub fn remembered(&self, kind: SubjectKind, pos: Vec2, holding: bool) -> Option<Vec2> {
+        match kind {
+            SubjectKind::Box if holding => self.known_box.filter(|b| b.distance(pos) > GOAL_REACHED),
+            SubjectKind::Station if self.brain.charging => {
+                self.stations.waypoint(pos, WAYPOINT_AHEAD).or_else(|| self.stations.nearest_station(pos))
+            }
+            _ => None,
+        }
     }
 
     /// Counts a charging visit (the Charging task brought it onto a station) and a pen boxed
@@ -328,16 +315,6 @@ const WAYPOINT_AHEAD: f32 = 0.4;
 pub const RESERVE_FACTOR: f32 = 2.0;
 /// The speed, as a fraction of the maximum, a robot is reckoned to make on its way to charge.
 const CRUISE: f32 = 0.7;
-
-/// What the robot's situation is when it falls back on a goal of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Situation {
-    /// It bumped into a robot, a wall, or a box it is not bringing a pen to.
-    pub blocked: bool,
-    pub holding: bool,
-    /// It is charging on a station.
-    pub on_station: bool,
-}
 
 /// The structure of the running scene, indexed once and shared by its network robots, with the
 /// scene generation it belongs to.
@@ -488,8 +465,9 @@ pub(in crate::control) fn think<'w>(
                 bearing: s.bearing,
             });
         }
+        let mut yielded = false;
         for kind in SubjectKind::ALL {
-            nc.choose_subject(kind, &seen[kind as usize], (pos, heading), me, now, view.step == now);
+            yielded |= nc.choose_subject(kind, &seen[kind as usize], (pos, heading), me, now, view.step == now);
         }
 
         // Announce the pen it goes for.
@@ -500,22 +478,42 @@ pub(in crate::control) fn think<'w>(
         }
 
         // Only a held pen can go into a box.
+        let holding = grip.holding.is_some();
         let mut over_box = false;
-        if grip.holding.is_some() {
+        if holding {
             let at = carry_point(transform, cache, robot, gripper);
             over_box = index.block_at(at, CollisionGroups::new(Group::ALL, groups::BOX)).is_some();
         }
+        // Bumping into a robot or a wall (or a box it is not bringing a pen to) blocks the way:
+        // the search backs off (the Bumper asks for the Obstacle node, which leads meanwhile).
+        let blocked = bump.bumped
+            && bump.touching.iter().any(|e| match kinds.get(*e) {
+                Ok(Seeable::Pen) => false,
+                Ok(Seeable::Box) => nc.brain.leader() != Some(SubjectKind::Box),
+                _ => true,
+            });
+        let steer = nc.search.decide(blocked, time.dt);
         let energy_per_metre = battery.move_drain + battery.idle_drain / (CRUISE * robot.max_speed).max(1e-6);
+        let station = nc.station_distance(pos);
+        let tracks = SubjectKind::ALL.map(|k| {
+            let camera = nc.tracked[k as usize].as_ref().map(|t| t.position);
+            camera.or_else(|| nc.remembered(k, pos, holding)).map(|at| view_of(pos, heading, at))
+        });
         let percepts = Percepts {
             reserve: nc.reserve(pos, energy_per_metre, battery.capacity),
             power: power.level,
             on_station: power.charging,
-            holding: grip.holding.is_some(),
+            holding,
             pen_in_reach: grip.pen_in_reach.is_some(),
             over_box,
             sees: view.seen.iter().any(|s| subject_of(s.kind).is_some()),
-            tracks: SubjectKind::ALL
-                .map(|k| nc.tracked[k as usize].as_ref().map(|t| view_of(pos, heading, t.position))),
+            seen: SubjectKind::ALL.map(|k| nc.tracked[k as usize].is_some()),
+            box_known: nc.remembered(SubjectKind::Box, pos, true).is_some(),
+            station_known: station.is_some(),
+            tracks,
+            steer,
+            backing_off: nc.search.is_turning(),
+            yielded,
         };
         let outputs = nc.brain.tick(&percepts);
         nc.last = outputs;
@@ -523,21 +521,14 @@ pub(in crate::control) fn think<'w>(
         pursuing.set_if_neq(Pursuing(
             nc.tracked[SubjectKind::Pen as usize]
                 .as_ref()
-                .filter(|_| grip.holding.is_none() && leader == Some(SubjectKind::Pen))
+                .filter(|_| !holding && leader == Some(SubjectKind::Pen))
                 .map(|t| t.entity),
         ));
         let dropped_into_box = nc.was_holding.is_some_and(|pen| boxed.contains(pen));
         nc.count(power.charging, grip.holding, dropped_into_box);
 
-        // Bumping into a robot or a wall (or a box it is not bringing a pen to) blocks the way.
-        let blocked = bump.bumped
-            && bump.touching.iter().any(|e| match kinds.get(*e) {
-                Ok(Seeable::Pen) => false,
-                Ok(Seeable::Box) => leader != Some(SubjectKind::Box),
-                _ => true,
-            });
-        let situation = Situation { blocked, holding: grip.holding.is_some(), on_station: power.charging };
-        let (linear, angular) = nc.motion(&outputs, situation, (pos, heading), time.dt);
+        // The robot's commands are the actuator nodes' outputs, and nothing else.
+        let (linear, angular) = (outputs.speed.unwrap_or(0.0), outputs.turn.unwrap_or(0.0));
         let mut facade = SkillFacade::new();
         let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn };
         if !executor.0.runs_velocity(&drive) {
@@ -712,6 +703,7 @@ mod tests {
         let percepts = Percepts {
             power: 0.9,
             sees: true,
+            seen: [false, true, false],
             tracks: [None, Some(View { distance: 1.0, bearing: 0.0 }), None],
             ..Percepts::default()
         };
@@ -726,40 +718,31 @@ mod tests {
         assert_eq!(nc.stats.claims_sent, 2);
     }
 
+    /// What the robot knows beyond its camera: the way to the nearest station around a wall
+    /// (while charging) and the box last seen (while holding a pen, until close to it).
     #[test]
-    fn without_a_leader_the_robot_heads_for_a_known_goal_or_searches() {
+    fn the_robot_remembers_its_box_and_knows_the_way_to_a_station() {
         use crate::scene::schema::{SceneFile, StationSpec, WallSpec};
-        let none = Outputs::default();
         // Stations east and north of (1, 1); a wall between the robot and the nearer one.
         let mut scene = SceneFile::empty("t", 6.0, 4.0);
         let station = |name: &str, pos| StationSpec { name: name.into(), pos, radius: 0.3, rate: 1.0 };
         scene.stations.extend([station("east", (5.0, 1.0)), station("north", (1.0, 3.0))]);
         scene.walls.push(WallSpec { name: "w".into(), from: (0.2, 2.0), to: (3.0, 2.0), thickness: 0.1 });
         let mut nc = controller_in(&scene);
+        let at = Vec2::new(1.0, 1.0);
+        assert_eq!(nc.remembered(SubjectKind::Station, at, false), None, "not charging");
         nc.brain.charging = true;
-        let free = Situation::default();
-        // Facing +x at (1, 1): north is nearer in a straight line but behind the wall; the way
-        // east is shorter, so the robot drives on ahead.
-        let (linear, angular) = nc.motion(&none, free, (Vec2::new(1.0, 1.0), 0.0), 0.02);
-        assert!(linear > 0.0 && angular.abs() < 0.2, "({linear}, {angular})");
-        // On the station it stays there.
-        let on = Situation { on_station: true, ..free };
-        assert_eq!(nc.motion(&none, on, (Vec2::new(4.9, 1.0), 0.0), 0.02), (0.0, 0.0));
-        // Holding a pen: to the box last seen, behind to the right.
-        nc.brain.charging = false;
-        nc.known_box = Some(Vec2::new(0.0, 0.0));
-        let holding = Situation { holding: true, ..free };
-        let (_, angular) = nc.motion(&none, holding, (Vec2::new(1.0, 1.0), 0.0), 0.02);
-        assert!(angular < 0.0, "{angular}");
-        // The network's own command when it has one.
-        let command = Outputs { speed: Some(0.4), turn: Some(-0.2), grip: 0.0 };
-        assert_eq!(nc.motion(&command, holding, (Vec2::ZERO, 0.0), 0.02), (0.4, -0.2));
-        // A blocking bump: the search backs off and turns, whatever the network says.
-        let blocked = Situation { blocked: true, ..holding };
-        let (linear, angular) = nc.motion(&command, blocked, (Vec2::ZERO, 0.0), 0.02);
-        assert!(linear < 0.0 && angular.abs() == 1.0, "({linear}, {angular})");
+        // North is nearer in a straight line but behind the wall; the way east is shorter.
+        let way = nc.remembered(SubjectKind::Station, at, false).unwrap();
+        assert!(way.x > at.x && (way.y - at.y).abs() < 0.2, "{way}");
+        // Holding a pen: the box last seen, until within reach of it.
+        nc.known_box = Some(Vec2::ZERO);
+        assert_eq!(nc.remembered(SubjectKind::Box, at, false), None, "nothing to bring");
+        assert_eq!(nc.remembered(SubjectKind::Box, at, true), Some(Vec2::ZERO));
+        assert_eq!(nc.remembered(SubjectKind::Box, Vec2::splat(0.1), true), None);
         // The reserve: twice the way to the station, at 0.5 units per metre of 20.
-        let d = nc.stations.distance(Vec2::new(1.0, 1.0)).unwrap();
-        assert!((nc.reserve(Vec2::new(1.0, 1.0), 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
+        let d = nc.stations.distance(at).unwrap();
+        assert_eq!(nc.station_distance(at), Some(d));
+        assert!((nc.reserve(at, 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
     }
 }

@@ -100,6 +100,9 @@ pub enum Signal {
     /// An intention or command in [-1, 1]: speed or turn rate as a fraction of the robot's
     /// maximum, or the gripper (+1 close, -1 open, 0 leave as is).
     Level(f32),
+    /// A motion of its own (the search's cruise, the back-off from an obstacle): speed and turn
+    /// rate as fractions of the robot's maxima.
+    Steer { speed: f32, turn: f32 },
 }
 
 /// A node of the running network.
@@ -586,7 +589,7 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::network::default_network;
+    use crate::scene::network::seed_network;
 
     fn names(net: &Network) -> Vec<&str> {
         net.names()
@@ -598,7 +601,7 @@ mod tests {
 
     #[test]
     fn the_initial_network_is_static_and_incomplete() {
-        let net = Network::from_structure(default_network());
+        let net = Network::from_structure(seed_network());
         assert_eq!(names(&net), vec!["Camera", "Charging", "Collecting", "GripSensor", "Power"]);
         assert!(net.links.is_empty(), "task and perception nodes link only to dynamic nodes");
         net.check().unwrap();
@@ -606,7 +609,7 @@ mod tests {
 
     #[test]
     fn seeing_a_pen_builds_the_seeds_network() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.perceive(id(&net, "Pen"));
         // Nothing changes until the next tick.
         assert_eq!(net.names().len(), 5);
@@ -647,7 +650,7 @@ mod tests {
 
     #[test]
     fn a_pen_and_a_station_then_the_pen_leaves_view() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.perceive(id(&net, "Pen"));
         net.perceive(id(&net, "Station"));
         net.tick(|_, x, _| (x, Signal::None));
@@ -693,7 +696,7 @@ mod tests {
 
     #[test]
     fn creating_and_removing_in_the_same_tick_stays_consistent() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.perceive(id(&net, "Box"));
         net.tick(|_, x, _| (x, Signal::None));
         // Remove Box and create Pen and Box again in one tick: removals first, then creations.
@@ -715,7 +718,7 @@ mod tests {
         // A negative weight inhibits: the mean is clamped at 0.
         assert_eq!(weighted_mean([(1.0, 0.2), (-1.0, 1.0)]), 0.0);
         assert_eq!(weighted_mean([]), 0.0);
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.perceive(id(&net, "Pen"));
         net.tick(|_, x, _| (x, Signal::None));
         // Perception drives the camera to 1; each tick reads the last tick's degrees, so the
@@ -746,7 +749,7 @@ mod tests {
     /// its requests and fills its ports.
     #[test]
     fn the_seeds_process_managers_requests_and_ports() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         let created: Vec<u32> = net.managers.iter().map(|m| m.created).collect();
         assert_eq!(created, [2, 3, 0, 0, 0], "Task and Perception create their static nodes");
         assert_eq!(net.pending_requests(), 0);
@@ -785,7 +788,7 @@ mod tests {
     /// every node check its requests before any node reads, so it never does.
     #[test]
     fn no_node_reads_a_port_whose_other_end_is_not_connected() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         let (camera, pen) = (id(&net, "Camera"), id(&net, "Pen"));
         let sees = move |n: NodeId, x: f32, _: &[Input]| (if n == camera { 1.0 } else { x }, Signal::None);
         net.tick(sees);
@@ -796,7 +799,7 @@ mod tests {
         assert!(net.input(pen) > 0.0, "connected, Pen hears the Camera");
 
         // Through ticks: every input a unit reads comes over a link connected at both ends.
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.tick(sees);
         for subject in ["Pen", "Station", "Box"] {
             net.perceive(id(&net, subject));
@@ -821,7 +824,7 @@ mod tests {
     #[test]
     fn a_creation_never_overlaps_an_unfinished_removal() {
         let fresh = {
-            let mut net = Network::from_structure(default_network());
+            let mut net = Network::from_structure(seed_network());
             net.perceive(id(&net, "Pen"));
             net.tick(|_, x, _| (x, Signal::None));
             net
@@ -843,7 +846,7 @@ mod tests {
     /// were checked takes the nodes created for it along, and nothing waits.
     #[test]
     fn removing_a_node_whose_requests_are_pending_leaves_nothing_waiting() {
-        let mut net = Network::from_structure(default_network());
+        let mut net = Network::from_structure(seed_network());
         net.perceive(id(&net, "Station"));
         net.tick(|_, x, _| (x, Signal::None));
         net.perceive(id(&net, "Pen"));

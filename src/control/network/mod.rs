@@ -19,11 +19,11 @@ pub mod graph;
 pub mod navigation;
 pub mod units;
 
-pub use crate::scene::network::{NetworkStructure, default_network, parse_network};
-pub use controller::{CollectStats, NetworkAttach, NetworkController, Pursuing, SceneBlueprint, Situation};
+pub use crate::scene::network::{NetworkStructure, default_network, parse_network, seed_network};
+pub use controller::{CollectStats, NetworkAttach, NetworkController, Pursuing, SceneBlueprint};
 pub use graph::{Catalog, Network, Node, NodeId, Signal, weighted_mean};
 pub use navigation::StationMap;
-pub use units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind};
+pub use units::{Blueprint, Brain, BrainParams, Lead, Outputs, Percepts, SubjectKind, SubjectRequest};
 
 use crate::robot::Battery;
 use crate::scene::SceneLoaded;

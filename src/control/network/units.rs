@@ -4,20 +4,30 @@
 //! for task and perception nodes, the robot's readings into its new degree of execution and
 //! signal:
 //!
-//! - task: `Charging` is 1 from the moment the battery falls to `low_power` until it is back at
-//!   `full_power` (hysteresis, so the robot charges fully instead of dithering); `Collecting` is
-//!   its complement, so Charging wins over Collecting;
+//! - task: `Charging` is 1 from the moment the battery falls to `low_power` (or to what the way to
+//!   the nearest station needs) until it is back at `full_power` (hysteresis, so the robot charges
+//!   fully instead of dithering); `Collecting` is its complement, so Charging wins over Collecting;
 //! - perception: `Camera` is 1 while the camera sees a box, pen or station, `GripSensor` 1 while
-//!   the gripper holds a pen, `Power` is 1 − battery level;
+//!   the gripper holds a pen, `Power` is 1 − battery level, `Bumper` 1 while the robot backs off
+//!   a bump, `Radio` 1 in the tick the robot gives its pen up to a closer robot's claim;
 //! - subject (`Box`, `Pen`, `Station`): its input while its object is tracked, and the object's
 //!   distance and bearing, and whether the robot is at it (pen in reach, load over a box, on the
-//!   charging station);
-//! - control: the leading subject among its inputs (largest weight × degree, at least
-//!   [`BrainParams::lead`]) gives `Move` a forward speed (slowing near the object, zero while
-//!   facing away or when there), `Turn` a turn rate towards its bearing, `Grip` close at a pen
-//!   and open over a box;
+//!   charging station); `Search` and `Obstacle`: their input, and the search's command (the
+//!   wanderer's cruise, or its back-off turn after a bump);
+//! - control: the leading input (largest weight × degree: a subject with a track from
+//!   [`BrainParams::lead`] on, a search or obstacle from above zero) gives `Move` a forward speed
+//!   (slowing near the object, zero while facing away or when there), `Turn` a turn rate towards
+//!   its bearing, `Grip` close at a pen and open over a box; a search or obstacle gives its own
+//!   command;
 //! - actuator (`Speed`, `Angle`, `Gripper`): pass their control node's command on, as the
 //!   robot's speed, turn rate and gripper command for the act stage.
+//!
+//! Static nodes also send the creating-node and removal requests of the dynamic subjects (seed
+//! 001: "if the Camera node sees a pen, a creating-node request will be sent to the manager"):
+//! the Camera for the box, pen and station it tracks, GripSensor for the box last seen while it
+//! holds a pen, Power for the station while the battery needs charging, Bumper for the obstacle
+//! while backing off, and the task nodes for the search. A subject exists while a node asks for
+//! it ([`wanted`]); its removal is requested when none does.
 //!
 //! Nodes a user adds to the structure with other names get the plain unit: degree = input.
 
@@ -55,7 +65,11 @@ pub enum Role {
     Camera,
     GripSensor,
     Power,
+    Bumper,
+    Radio,
     Subject(SubjectKind),
+    Search,
+    Obstacle,
     Move,
     Turn,
     Grip,
@@ -74,6 +88,10 @@ impl Role {
             "Camera" => Role::Camera,
             "GripSensor" => Role::GripSensor,
             "Power" => Role::Power,
+            "Bumper" => Role::Bumper,
+            "Radio" => Role::Radio,
+            "Search" => Role::Search,
+            "Obstacle" => Role::Obstacle,
             "Box" => Role::Subject(SubjectKind::Box),
             "Pen" => Role::Subject(SubjectKind::Pen),
             "Station" => Role::Subject(SubjectKind::Station),
@@ -100,6 +118,9 @@ pub struct Blueprint {
     pub speed: Option<NodeId>,
     pub angle: Option<NodeId>,
     pub gripper: Option<NodeId>,
+    /// The dynamic nodes a static node's unit may ask for, in node order, each with the static
+    /// nodes linked to it (those that may ask).
+    pub requested: Vec<(NodeId, Vec<NodeId>)>,
 }
 
 impl Blueprint {
@@ -107,12 +128,20 @@ impl Blueprint {
         let catalog = Catalog::new(structure);
         let roles: Vec<Role> = catalog.names.iter().map(|n| Role::of(n)).collect();
         let find = |r: Role| roles.iter().position(|x| *x == r);
+        let requested = (0..roles.len())
+            .filter(|&id| catalog.dynamic[id] && matches!(roles[id], Role::Subject(_) | Role::Search | Role::Obstacle))
+            .map(|id| {
+                let askers = catalog.links.iter().filter(|l| l.to == id && !catalog.dynamic[l.from]).map(|l| l.from);
+                (id, askers.collect())
+            })
+            .collect();
         Self {
             subjects: SubjectKind::ALL.map(|k| find(Role::Subject(k))),
             mover: find(Role::Move),
             speed: find(Role::Speed),
             angle: find(Role::Angle),
             gripper: find(Role::Gripper),
+            requested,
             roles,
             catalog: Arc::new(catalog),
         }
@@ -177,8 +206,22 @@ pub struct Percepts {
     pub over_box: bool,
     /// The camera sees at least one box, pen or station.
     pub sees: bool,
-    /// The tracked object of each subject kind, if any.
+    /// The object of each subject kind the camera tracks (seen lately), if any.
+    pub seen: [bool; 3],
+    /// A box seen before is remembered, farther than the search's reach: where to bring a pen.
+    pub box_known: bool,
+    /// The way to a charging station is known (the scene has one the robot can reach).
+    pub station_known: bool,
+    /// The object of each subject kind, if any: the camera's, else the remembered box (holding
+    /// a pen) or the way to the nearest station (charging).
     pub tracks: [Option<View>; 3],
+    /// The search's command this tick (linear, angular, fractions of the maxima): cruising, or
+    /// the back-off turn after a bump.
+    pub steer: (f32, f32),
+    /// The search is backing off a bump.
+    pub backing_off: bool,
+    /// The robot gave the pen it went for up to a closer robot's claim this tick.
+    pub yielded: bool,
 }
 
 impl Percepts {
@@ -202,6 +245,26 @@ pub struct Outputs {
     pub grip: f32,
 }
 
+/// A creating-node or removal request a static node sent to the manager of a dynamic node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubjectRequest {
+    /// The node that sent a creating request (the first in node order that asks); `None` for a
+    /// removal, requested because no node asks for the node any more.
+    pub by: Option<NodeId>,
+    pub node: NodeId,
+    /// Create (true) or remove (false).
+    pub create: bool,
+}
+
+/// What a robot's network leads with: the input of Move that commands the motion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lead {
+    /// A subject with a track: go to its object.
+    Subject(SubjectKind, View, bool),
+    /// A search or obstacle node: its own command (linear, angular).
+    Steer(f32, f32),
+}
+
 /// A robot's network with its units and task state.
 #[derive(Debug, Clone)]
 pub struct Brain {
@@ -212,11 +275,52 @@ pub struct Brain {
     pub charging: bool,
     /// The subject that led Move in the last tick.
     leader: Option<SubjectKind>,
+    /// The node that led Move in the last tick (a subject, the search or an obstacle).
+    pub leading_node: Option<NodeId>,
+    /// The creating-node and removal requests the last tick's nodes sent (applied at the next
+    /// tick), kept for the panel and the dump.
+    pub sent: Vec<SubjectRequest>,
+}
+
+/// Whether the unit of a static node of role `role` asks for a dynamic node of role `wanted`
+/// given this tick's readings (and the charging task's state): the Camera for the subjects it
+/// tracks, GripSensor for a remembered box while holding a pen, Power for the station while
+/// charging, Bumper for the obstacle while backing off, the task nodes for the search.
+pub fn asks_for(role: Role, wanted: Role, p: &Percepts, charging: bool) -> bool {
+    match (role, wanted) {
+        (Role::Camera, Role::Subject(k)) => p.seen[k as usize],
+        (Role::GripSensor, Role::Subject(SubjectKind::Box)) => p.holding && p.box_known,
+        (Role::Power, Role::Subject(SubjectKind::Station)) => charging && p.station_known,
+        (Role::Bumper, Role::Obstacle) => p.backing_off,
+        (Role::Charging, Role::Search) => charging,
+        (Role::Collecting, Role::Search) => !charging,
+        _ => false,
+    }
+}
+
+/// The first of `askers` (static nodes linked to dynamic node `wanted`) whose unit asks for it.
+pub fn wanted(
+    net: &Network,
+    roles: &[Role],
+    wanted: NodeId,
+    askers: &[NodeId],
+    p: &Percepts,
+    charging: bool,
+) -> Option<NodeId> {
+    askers.iter().copied().find(|&from| net.node(from).is_some() && asks_for(roles[from], roles[wanted], p, charging))
 }
 
 impl Brain {
     pub fn new(blueprint: Arc<Blueprint>, params: BrainParams) -> Self {
-        Self { net: Network::new(Arc::clone(&blueprint.catalog)), blueprint, params, charging: false, leader: None }
+        Self {
+            net: Network::new(Arc::clone(&blueprint.catalog)),
+            blueprint,
+            params,
+            charging: false,
+            leader: None,
+            leading_node: None,
+            sent: Vec::new(),
+        }
     }
 
     /// Whether the subject node of a kind exists.
@@ -224,18 +328,10 @@ impl Brain {
         self.blueprint.subjects[kind as usize].is_some_and(|id| self.net.node(id).is_some())
     }
 
-    /// Asks the subject manager to create (`seen`) or remove the node of a kind, if that
-    /// changes anything; applied at the next tick.
-    pub fn set_subject(&mut self, kind: SubjectKind, seen: bool) {
-        let Some(id) = self.blueprint.subjects[kind as usize] else { return };
-        match (seen, self.net.node(id).is_some()) {
-            (true, false) => self.net.perceive(id),
-            (false, true) => self.net.forget(id),
-            _ => {}
-        }
-    }
-
-    /// One tick of the network on this tick's readings.
+    /// One tick of the network on this tick's readings: the queued creations and removals are
+    /// applied and every node reads, averages, runs its unit and writes; then the static nodes
+    /// send the creating-node and removal requests their units ask for (applied at the next
+    /// tick).
     pub fn tick(&mut self, p: &Percepts) -> Outputs {
         self.charging = if self.charging {
             p.power < self.params.full_power
@@ -243,19 +339,47 @@ impl Brain {
             p.power <= self.params.low_power.max(p.reserve)
         };
         let (bp, params, charging) = (&*self.blueprint, self.params, self.charging);
-        let mut leader = None;
+        let mut lead = None;
         self.net.tick(|id, mean, inputs| {
             if Some(id) == bp.mover {
-                leader = leading(inputs, &bp.roles, params.lead).map(|l| l.0);
+                lead = leading(inputs, &bp.roles, params.lead);
             }
             unit(bp.roles[id], mean, inputs, p, &params, charging, &bp.roles)
         });
-        self.leader = leader;
+        self.leader = match lead {
+            Some((_, Lead::Subject(k, ..))) => Some(k),
+            _ => None,
+        };
+        self.leading_node = lead.map(|(id, _)| id);
         let level = |id: Option<NodeId>| match id.and_then(|i| self.net.node(i)).map(|n| n.signal) {
             Some(Signal::Level(x)) => Some(x),
             _ => None,
         };
-        Outputs { speed: level(bp.speed), turn: level(bp.angle), grip: level(bp.gripper).unwrap_or(0.0) }
+        let outputs = Outputs { speed: level(bp.speed), turn: level(bp.angle), grip: level(bp.gripper).unwrap_or(0.0) };
+        self.send_requests(p);
+        outputs
+    }
+
+    /// The static nodes' part of the tick: for each dynamic node they may ask for, a creating
+    /// request when one asks and it does not exist, a removal request when none asks and it does.
+    fn send_requests(&mut self, p: &Percepts) {
+        self.sent.clear();
+        let bp = Arc::clone(&self.blueprint);
+        for (node, askers) in &bp.requested {
+            let node = *node;
+            let by = wanted(&self.net, &bp.roles, node, askers, p, self.charging);
+            match (by, self.net.node(node).is_some()) {
+                (Some(by), false) => {
+                    self.net.perceive(node);
+                    self.sent.push(SubjectRequest { by: Some(by), node, create: true });
+                }
+                (None, true) => {
+                    self.net.forget(node);
+                    self.sent.push(SubjectRequest { by: None, node, create: false });
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The subject that led the control nodes (Move) in the last tick, if any.
@@ -264,19 +388,27 @@ impl Brain {
     }
 }
 
-/// The leading subject among a control node's inputs: largest weight × degree with a track,
-/// at least `lead`; the first in node order on a tie.
-pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(SubjectKind, View, bool)> {
-    let mut best: Option<(f32, SubjectKind, View, bool)> = None;
+/// The leading input of a control node and the node it comes from: largest weight × degree — a
+/// subject with a track from `lead` on, a search or obstacle command from above zero; the first
+/// in node order on a tie.
+pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(NodeId, Lead)> {
+    let mut best: Option<(f32, NodeId, Lead)> = None;
     for i in inputs {
-        if let (Role::Subject(k), Signal::Track { distance, bearing, at }) = (roles[i.from], i.signal) {
-            let strength = i.weight * i.degree;
-            if strength >= lead && best.is_none_or(|b| strength > b.0) {
-                best = Some((strength, k, View { distance, bearing }, at));
+        let strength = i.weight * i.degree;
+        let candidate = match (roles[i.from], i.signal) {
+            (Role::Subject(k), Signal::Track { distance, bearing, at }) if strength >= lead => {
+                Lead::Subject(k, View { distance, bearing }, at)
             }
+            (Role::Search | Role::Obstacle, Signal::Steer { speed, turn }) if strength > 0.0 => {
+                Lead::Steer(speed, turn)
+            }
+            _ => continue,
+        };
+        if best.is_none_or(|b| strength > b.0) {
+            best = Some((strength, i.from, candidate));
         }
     }
-    best.map(|(_, k, v, at)| (k, v, at))
+    best.map(|(_, id, l)| (id, l))
 }
 
 /// Forward speed towards an object: none when there or facing away, slower when close.
@@ -304,22 +436,27 @@ pub fn unit(
         Role::Camera => (flag(p.sees), Signal::None),
         Role::GripSensor => (flag(p.holding), Signal::None),
         Role::Power => (1.0 - p.power.clamp(0.0, 1.0), Signal::None),
+        Role::Bumper => (flag(p.backing_off), Signal::None),
+        Role::Radio => (flag(p.yielded), Signal::None),
         Role::Subject(k) => match p.tracks[k as usize] {
             Some(v) => (mean, Signal::Track { distance: v.distance, bearing: v.bearing, at: p.at(k) }),
             None => (0.0, Signal::None),
         },
+        Role::Search | Role::Obstacle => (mean, Signal::Steer { speed: p.steer.0, turn: p.steer.1 }),
         Role::Move | Role::Turn | Role::Grip => {
-            let Some((kind, view, at)) = leading(inputs, roles, params.lead) else {
+            let Some((_, lead)) = leading(inputs, roles, params.lead) else {
                 return (mean, Signal::None);
             };
-            let level = match role {
-                Role::Move => approach_speed(view, at, params),
-                Role::Turn => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
-                _ => match (kind, at) {
-                    (SubjectKind::Pen, true) => 1.0,
-                    (SubjectKind::Box, true) => -1.0,
-                    _ => 0.0,
-                },
+            let level = match (role, lead) {
+                (Role::Move, Lead::Subject(_, view, at)) => approach_speed(view, at, params),
+                // On the station it stays put; at a pen or box it still faces it.
+                (Role::Turn, Lead::Subject(SubjectKind::Station, _, true)) => 0.0,
+                (Role::Turn, Lead::Subject(_, view, _)) => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
+                (Role::Move, Lead::Steer(speed, _)) => speed,
+                (Role::Turn, Lead::Steer(_, turn)) => turn,
+                (_, Lead::Subject(SubjectKind::Pen, _, true)) => 1.0,
+                (_, Lead::Subject(SubjectKind::Box, _, true)) => -1.0,
+                _ => 0.0,
             };
             (mean, Signal::Level(level))
         }
@@ -428,18 +565,29 @@ mod tests {
         assert_eq!(unit(Role::Gripper, 0.0, &[], &p, &params, false, &roles).1, Signal::None);
     }
 
-    /// Sees a pen straight ahead: after the creation tick and one tick per layer the actuators
-    /// drive towards it.
+    fn seed_brain() -> Brain {
+        Brain::new(Arc::new(Blueprint::new(crate::scene::network::seed_network())), BrainParams::default())
+    }
+
+    /// The Camera sees a pen straight ahead: its unit sends the creating request in the tick it
+    /// sees it; the Pen node is created at the next tick, and one tick per layer later the
+    /// actuators drive towards it and close the gripper at it.
     #[test]
     fn a_seen_pen_drives_the_robot_to_it_and_grips_it() {
-        let mut b = brain();
+        let mut b = seed_brain();
         let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
+        p.seen[SubjectKind::Pen as usize] = true;
         p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.2 });
-        b.set_subject(SubjectKind::Pen, true);
+        let camera = b.net.catalog().id("Camera");
+        let pen = b.blueprint.subjects[SubjectKind::Pen as usize].unwrap();
+        b.tick(&p);
+        assert_eq!(b.sent, vec![SubjectRequest { by: camera, node: pen, create: true }]);
+        assert!(!b.has_subject(SubjectKind::Pen), "applied at the next tick");
         let mut out = Outputs::default();
         for _ in 0..5 {
             out = b.tick(&p);
         }
+        assert!(b.sent.is_empty(), "asked once");
         assert_eq!(b.leader(), Some(SubjectKind::Pen));
         assert!((out.speed.unwrap() - 0.2f32.cos()).abs() < 1e-6, "{out:?}");
         assert!((out.turn.unwrap() - 0.3).abs() < 1e-6, "{out:?}");
@@ -459,29 +607,36 @@ mod tests {
         assert!((b.net.get("Pen").unwrap().degree - 0.2).abs() < 1e-6);
         assert_eq!(b.leader(), None);
         assert_eq!(out.speed, None);
+        // The pen leaves the camera's view: the Camera asks for its removal.
+        p.seen = [false; 3];
+        b.tick(&p);
+        assert_eq!(b.sent, vec![SubjectRequest { by: None, node: pen, create: false }]);
+        b.tick(&p);
+        assert_eq!(b.net.names(), vec!["Camera", "Charging", "Collecting", "GripSensor", "Power"]);
     }
 
     /// Holding a pen with a box and a pen in view, Box leads; Charging takes over at low power
-    /// and lets go once the battery is full again.
+    /// (Power asks for the Station: the way to it is known) and lets go once the battery is full
+    /// again.
     #[test]
     fn charging_takes_over_at_low_power() {
         let mut b = brain();
-        let mut p = Percepts { power: 0.8, sees: true, holding: true, ..Default::default() };
+        let mut p = Percepts { power: 0.8, sees: true, holding: true, station_known: true, ..Default::default() };
         p.tracks = [
             Some(View { distance: 1.0, bearing: 0.5 }),
             Some(View { distance: 0.5, bearing: 0.0 }),
             Some(View { distance: 2.0, bearing: -0.5 }),
         ];
-        for k in SubjectKind::ALL {
-            b.set_subject(k, true);
-        }
-        let run = |b: &mut Brain, p: &Percepts| (0..5).map(|_| b.tick(p)).last().unwrap();
+        p.seen = [true, true, false];
+        let run = |b: &mut Brain, p: &Percepts| (0..6).map(|_| b.tick(p)).last().unwrap();
         let out = run(&mut b, &p);
         assert_eq!(b.leader(), Some(SubjectKind::Box));
         assert!(out.turn.unwrap() > 0.0);
+        assert!(!b.has_subject(SubjectKind::Station), "the camera does not see it and no task needs it");
         p.power = 0.3;
         let out = run(&mut b, &p);
         assert!(b.charging);
+        assert!(b.has_subject(SubjectKind::Station), "Power asked for it");
         assert_eq!(b.leader(), Some(SubjectKind::Station));
         assert!(out.turn.unwrap() < 0.0, "{out:?}");
         assert_eq!(b.net.get("Charging").unwrap().degree, 1.0);
@@ -491,18 +646,89 @@ mod tests {
         p.power = 0.6;
         let out = run(&mut b, &p);
         assert!(b.charging);
-        assert_eq!(out.speed, Some(0.0));
+        assert_eq!((out.speed, out.turn), (Some(0.0), Some(0.0)));
         p.power = 0.95;
         run(&mut b, &p);
         assert!(!b.charging);
+        assert!(!b.has_subject(SubjectKind::Station), "nobody asks for it any more");
         assert_eq!(b.leader(), Some(SubjectKind::Box));
     }
 
     #[test]
-    fn a_brain_without_sightings_commands_nothing() {
-        let mut b = brain();
+    fn the_seeds_network_without_sightings_commands_nothing() {
+        let mut b = seed_brain();
         let out = b.tick(&full(1.0));
         assert_eq!(out, Outputs::default());
         assert_eq!(b.net.names().len(), 5);
+    }
+
+    /// With nothing in view the tasks ask for the Search, whose command reaches the actuators;
+    /// a subject that leads takes over; a bump's back-off (Bumper asks for the Obstacle)
+    /// overrides the subject; every command is an actuator node's output.
+    #[test]
+    fn search_subject_and_obstacle_take_turns_at_the_wheel() {
+        let mut b = brain();
+        let mut p = Percepts { power: 1.0, steer: (0.7, 0.1), ..Default::default() };
+        let actuators = |b: &Brain| {
+            let level = |n: &str| match b.net.get(n).map(|n| n.signal) {
+                Some(Signal::Level(x)) => Some(x),
+                _ => None,
+            };
+            (level("Speed"), level("Angle"))
+        };
+        let mut out = Outputs::default();
+        for _ in 0..5 {
+            out = b.tick(&p);
+        }
+        assert_eq!((out.speed, out.turn), (Some(0.7), Some(0.1)), "the search cruises");
+        assert_eq!((out.speed, out.turn), actuators(&b));
+        assert_eq!(b.net.name(b.leading_node.unwrap()), "Search");
+        assert_eq!(b.leader(), None);
+        // A pen in view leads.
+        p.sees = true;
+        p.seen[SubjectKind::Pen as usize] = true;
+        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.0 });
+        for _ in 0..5 {
+            out = b.tick(&p);
+        }
+        assert_eq!(b.leader(), Some(SubjectKind::Pen));
+        assert_eq!((out.speed, out.turn), (Some(1.0), Some(0.0)));
+        // A bump: the search backs off, and the Obstacle leads over the pen.
+        p.backing_off = true;
+        p.steer = (-0.1, 1.0);
+        for _ in 0..5 {
+            out = b.tick(&p);
+        }
+        assert_eq!(b.net.name(b.leading_node.unwrap()), "Obstacle");
+        assert_eq!((out.speed, out.turn), (Some(-0.1), Some(1.0)));
+        assert_eq!((out.speed, out.turn), actuators(&b));
+        // Backed off: the Obstacle goes and the pen leads again.
+        p.backing_off = false;
+        for _ in 0..5 {
+            out = b.tick(&p);
+        }
+        assert!(b.net.get("Obstacle").is_none());
+        assert_eq!(b.leader(), Some(SubjectKind::Pen));
+        assert_eq!(out.speed, Some(1.0));
+    }
+
+    /// Radio, in the tick the robot gives its pen up to a closer robot's claim, holds Pen below
+    /// the lead ((3 + 1 - 1) / 7).
+    #[test]
+    fn a_yielded_pen_stops_leading_through_the_radio_node() {
+        let mut b = brain();
+        let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
+        p.seen[SubjectKind::Pen as usize] = true;
+        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.0 });
+        for _ in 0..5 {
+            b.tick(&p);
+        }
+        assert!((b.net.get("Pen").unwrap().degree - 4.0 / 7.0).abs() < 1e-6);
+        p.yielded = true;
+        b.tick(&p);
+        b.tick(&p);
+        assert!((b.net.get("Pen").unwrap().degree - 3.0 / 7.0).abs() < 1e-6);
+        b.tick(&p);
+        assert_eq!(b.leader(), None);
     }
 }
