@@ -187,6 +187,7 @@ fn the_network_dump_is_in_the_seeds_format() {
     assert!(dump.starts_with("network of gamma after 200 ticks"), "{dump}");
     assert!(dump.contains("The Task Collection"), "{dump}");
     assert!(dump.lines().any(|l| l.starts_with("Charging (S:0.00)")), "{dump}");
+    assert!(dump.lines().any(|l| l.starts_with("Leading Move: ")), "{dump}");
     assert!(dump_network(app.world_mut(), "nobody").is_none());
 }
 
@@ -319,4 +320,101 @@ fn a_far_station_behind_a_partition_shared_by_two_robots_keeps_both_alive() {
     for r in report.sections["collect"]["robots"].as_array().unwrap() {
         assert!(r["charging_visits"].as_u64().unwrap() >= 2, "{r}");
     }
+}
+
+/// A structure asking for two Pen nodes ("Pen 2" with the links of "Pen"): the robots track two
+/// pens at once at times, and the pens scene is still collected.
+#[test]
+fn a_structure_with_two_pen_nodes_collects_the_pens_scene() {
+    let (mut scene, _) = load_scene_file(&scene_path("pens.ron")).unwrap();
+    let structure = crsim::scene::network::with_copy_of(crsim::scene::network::default_network(), "Pen", "Pen 2");
+    scene.network_structure = Some(structure);
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let robots: Vec<Entity> = ["alpha", "beta", "gamma"].iter().map(|n| named(&mut app, n)).collect();
+    let mut both = false;
+    for _ in 0..120 {
+        run_steps(&mut app, 100);
+        for &r in &robots {
+            let net = &controller(&app, r).brain.net;
+            net.check().unwrap();
+            both |= net.get("Pen").is_some() && net.get("Pen 2").is_some();
+        }
+        if app.world().resource::<CollectProgress>().all_boxed_step.is_some() {
+            break;
+        }
+    }
+    assert!(both, "no robot had two pen nodes at once");
+    let progress = app.world().resource::<CollectProgress>();
+    assert_eq!((progress.pens_boxed, progress.pens_total), (8, 8));
+}
+
+/// Seed 001's walkthrough on `scenes/seed001.ron` (the seed's tables alone): the static nodes
+/// unconnected at the start; the Camera's creating requests for the pen and the station it sees,
+/// and the control and actuator nodes their managers create behind them; the station leaving
+/// view and its subject removed; the pen gripped, no longer seen, and its subject removed with
+/// the nodes only it fed; every command an actuator node's output, and none once nothing is seen.
+#[test]
+fn the_seeds_walkthrough_step_by_step() {
+    use crsim::control::network::{Signal, SubjectRequest};
+    let (scene, _) = load_scene_file(&scene_path("seed001.ron")).unwrap();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let walker = named(&mut app, "walker");
+    let statics = vec!["Camera", "Charging", "Collecting", "GripSensor", "Power"];
+    run_steps(&mut app, 1);
+    {
+        let nc = controller(&app, walker);
+        let net = &nc.brain.net;
+        assert_eq!(net.names(), statics, "the seed's incomplete network");
+        assert!(net.links.is_empty());
+        let id = |n: &str| net.catalog().id(n).unwrap();
+        let asks = |n: &str| SubjectRequest::new(Some(id("Camera")), id(n));
+        assert_eq!(nc.brain.sent, vec![asks("Pen"), asks("Station")], "the Camera sees a pen and a station");
+    }
+    run_steps(&mut app, 1);
+    {
+        let net = &controller(&app, walker).brain.net;
+        let mut full = statics.clone();
+        full.extend(["Angle", "Grip", "Gripper", "Move", "Pen", "Speed", "Station", "Turn"]);
+        full.sort_unstable();
+        assert_eq!(net.names(), full);
+        net.check().unwrap();
+        // The managers: Subject created two nodes; Control and Actuator three each, for requests;
+        // Task forwarded Collecting's and Charging's, Perception four (Camera two, GripSensor, Power).
+        let m = &net.managers;
+        assert_eq!((m[2].created, m[3].created, m[4].created), (2, 3, 3));
+        assert_eq!((m[0].forwarded, m[1].forwarded), (2, 4));
+    }
+    let (mut station_gone, mut gripped, mut pen_gone) = (None, None, None);
+    let mut still_at = None;
+    for step in 2..400u32 {
+        run_steps(&mut app, 1);
+        let nc = controller(&app, walker);
+        let net = &nc.brain.net;
+        // Every command is an actuator node's output.
+        let level = |n: &str| match net.get(n).map(|n| n.signal) {
+            Some(Signal::Level(x)) => Some(x),
+            _ => None,
+        };
+        assert_eq!((nc.last.speed, nc.last.turn), (level("Speed"), level("Angle")), "step {step}");
+        if station_gone.is_none() && net.get("Station").is_none() {
+            assert!(net.get("Pen").is_some() && net.get("Move").is_some(), "Pen still feeds the control nodes");
+            station_gone = Some(step);
+        }
+        let holding = app.world().get::<crsim::robot::GripSensor>(walker).unwrap().holding.is_some();
+        if gripped.is_none() && holding {
+            gripped = Some(step);
+        }
+        if gripped.is_some() && pen_gone.is_none() && net.get("Pen").is_none() {
+            assert_eq!(net.names(), statics, "the nodes only Pen fed went with it");
+            assert_eq!(nc.last.speed, None);
+            pen_gone = Some(step);
+        }
+        if pen_gone.is_some() && still_at.is_none() {
+            still_at = app.world().get::<Transform>(walker).map(|t| t.translation);
+        }
+    }
+    let (station_gone, gripped, pen_gone) = (station_gone.unwrap(), gripped.unwrap(), pen_gone.unwrap());
+    assert!(station_gone < gripped && gripped < pen_gone, "{station_gone} {gripped} {pen_gone}");
+    let now = app.world().get::<Transform>(walker).unwrap().translation;
+    assert!(now.distance(still_at.unwrap()) < 1e-3, "with nothing in view the seed's robot stands still");
 }

@@ -26,6 +26,9 @@ pub enum Lifetime {
     Dynamic,
 }
 
+/// The most nodes a structure may have (a running network keeps its links' ends in 16 bits).
+pub const MAX_NODES: usize = 1000;
+
 /// The five collections of the seed, in the order activity flows through them.
 pub const COLLECTIONS: [&str; 5] = ["Task", "Perception", "Subject", "Control", "Actuator"];
 
@@ -192,6 +195,25 @@ pub fn default_network() -> NetworkStructure {
     parse_network(DEFAULT_NETWORK, "assets/network.ron").expect("the shipped structure is checked by tests")
 }
 
+/// `structure` with a further subject node `name` ("Pen 2") of the kind of node `like` ("Pen"):
+/// in the same collection, with a copy of each of its links.
+pub fn with_copy_of(mut structure: NetworkStructure, like: &str, name: &str) -> NetworkStructure {
+    if let Some(c) = structure.collections.iter_mut().find(|c| c.nodes.iter().any(|n| n == like)) {
+        c.nodes.push(name.to_string());
+    }
+    let copies: Vec<LinkSpec> = structure
+        .links
+        .iter()
+        .filter(|l| l.kind != LinkKind::Effect && (l.from == like || l.to == like))
+        .map(|l| {
+            let rename = |n: &String| if n == like { name.to_string() } else { n.clone() };
+            LinkSpec { from: rename(&l.from), to: rename(&l.to), ..l.clone() }
+        })
+        .collect();
+    structure.links.extend(copies);
+    structure
+}
+
 /// Seed 001's own structure (its tables alone).
 pub fn seed_network() -> NetworkStructure {
     parse_network(SEED_NETWORK, "assets/seed001-network.ron").expect("the shipped structure is checked by tests")
@@ -215,6 +237,10 @@ pub fn validate(s: &NetworkStructure) -> Vec<SceneError> {
         if c.lifetime != expected {
             err(format!("collection \"{}\"", c.name), format!("must be {expected:?}"));
         }
+    }
+    let nodes: usize = s.collections.iter().map(|c| c.nodes.len()).sum();
+    if nodes > MAX_NODES {
+        err("collections".into(), format!("have {nodes} nodes; a structure may have at most {MAX_NODES}"));
     }
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for c in &s.collections {
@@ -333,6 +359,14 @@ mod tests {
         assert!(camera.starts_with("Camera (S:0.50)"), "{camera}");
         let station = t.lines().find(|l| l.starts_with("Station (D")).unwrap();
         assert_eq!(station.split_whitespace().skip(2).collect::<Vec<_>>(), vec!["C:1.00", "C:1.00", "-"]);
+    }
+
+    #[test]
+    fn too_many_nodes_is_an_error() {
+        let mut s = default_network();
+        s.collections[1].nodes.extend((0..MAX_NODES).map(|i| format!("Sensor{i}")));
+        let m: Vec<String> = validate(&s).iter().map(|e| e.to_string()).collect();
+        assert!(m.iter().any(|e| e.contains("a structure may have at most 1000")), "{m:?}");
     }
 
     #[test]

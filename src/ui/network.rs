@@ -23,7 +23,8 @@ pub fn network_section(ui: &mut egui::Ui, nc: Option<&NetworkController>, names:
             return;
         };
         graph(ui, nc);
-        let leader = nc.brain.leader().map_or("nothing (searching)".to_string(), |k| k.node_name().to_string());
+        let net = &nc.brain.net;
+        let leader = nc.brain.leading_node.map_or("nothing".to_string(), |id| net.name(id).to_string());
         let task = if nc.brain.charging { "Charging" } else { "Collecting" };
         let o = nc.last;
         let f = |x: Option<f32>| x.map_or("-".to_string(), |v| format!("{v:+.2}"));
@@ -34,13 +35,15 @@ pub fn network_section(ui: &mut egui::Ui, nc: Option<&NetworkController>, names:
                 ui.end_row();
             };
             row("task", task.to_string());
-            row("leading subject", leader);
+            row("leading Move", leader);
             row("actuators", format!("speed {}  angle {}  gripper {:+.0}", f(o.speed), f(o.turn), o.grip));
-            for (kind, tracked) in crate::control::network::SubjectKind::ALL.iter().zip(&nc.tracked) {
-                if let Some(t) = tracked {
+            // What each subject node's object is (the camera's; the remembered box and the way to a
+            // station are not objects the camera tracks).
+            for (&(_, node), tracked) in nc.brain.blueprint.slots.iter().zip(&nc.tracked) {
+                if let (Some(node), Some(t)) = (node, tracked) {
                     let name = names.get(t.entity).map_or_else(|_| format!("{}", t.entity), |n| n.to_string());
                     row(
-                        kind.node_name(),
+                        net.name(node),
                         format!("{name} at ({:.2}, {:.2}), seen step {}", t.position.x, t.position.y, t.last_seen),
                     );
                 }
@@ -62,6 +65,19 @@ pub fn network_section(ui: &mut egui::Ui, nc: Option<&NetworkController>, names:
                 );
             }
             row("requests waiting", nc.brain.net.pending_requests().to_string());
+            // The latest creating-node and removal requests of the static nodes.
+            let sent: Vec<String> = nc
+                .brain
+                .sent
+                .iter()
+                .map(|r| match r.by() {
+                    Some(by) => format!("{} asks for {}", net.name(by), net.name(r.node())),
+                    None => format!("{} removed (nobody asks)", net.name(r.node())),
+                })
+                .collect();
+            if !sent.is_empty() {
+                row(&format!("subject requests, tick {}", nc.brain.sent_at), sent.join("; "));
+            }
         });
         egui::CollapsingHeader::new("table dump (NT:DE, LT:LW)").show(ui, |ui| {
             ui.label(egui::RichText::new(nc.brain.net.dump()).monospace().small());
@@ -93,14 +109,14 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
         painter.text(egui::pos2(x, rect.min.y + 6.0), egui::Align2::CENTER_CENTER, *name, small.clone(), text);
     }
     for l in &net.links {
-        let (a, b) = (node_rect(l.from), node_rect(l.to));
+        let (a, b) = (node_rect(l.from()), node_rect(l.to()));
         let (from, to) = (a.right_center(), b.left_center());
         let color = if l.weight >= 0.0 { palette::EXCITE } else { palette::INHIBIT };
         painter.line_segment([from, to], egui::Stroke::new(0.8 + l.weight.abs().min(3.0), color));
         let mid = from + (to - from) * 0.5;
         // The degree the port carries this tick (its source's last output); the weight is the
         // line's width and colour, and in the table dump.
-        let degree = net.node(l.from).map_or(0.0, |n| n.degree);
+        let degree = net.node(l.from()).map_or(0.0, |n| n.degree);
         painter.text(mid, egui::Align2::CENTER_BOTTOM, format!("{degree:.2}"), egui::FontId::proportional(9.0), color);
     }
     for id in 0..catalog.names.len() {
@@ -137,5 +153,33 @@ fn graph(ui: &mut egui::Ui, nc: &NetworkController) {
             egui::FontId::proportional(9.5),
             color,
         );
+        // Hovering a node shows its ports: the links it connected as inputs and outputs, and the
+        // connection requests naming it that it has not checked yet.
+        if alive {
+            let hover = ui.interact(r, ui.id().with(("network-node", id)), egui::Sense::hover());
+            hover.on_hover_text(ports_text(net, id));
+        }
     }
+}
+
+/// A node's ports as text, one line per port.
+fn ports_text(net: &crate::control::network::Network, id: usize) -> String {
+    let catalog = net.catalog();
+    let ports = net.ports(id);
+    let link = |k: &usize| {
+        let l = catalog.links[*k];
+        format!("{} -> {}  {}:{:.2}", catalog.names[l.from()], catalog.names[l.to()], l.kind.short(), l.weight)
+    };
+    let mut out =
+        format!("{}: input ports {}, output ports {}", catalog.names[id], ports.inputs.len(), ports.outputs.len());
+    for k in &ports.inputs {
+        out.push_str(&format!("\n  in   {}", link(k)));
+    }
+    for k in &ports.outputs {
+        out.push_str(&format!("\n  out  {}", link(k)));
+    }
+    for r in &ports.pending {
+        out.push_str(&format!("\n  pending  {}", link(&r.link)));
+    }
+    out
 }

@@ -19,9 +19,10 @@ use std::sync::Arc;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use super::navigation::StationMap;
-use super::units::{Blueprint, Brain, BrainParams, Outputs, Percepts, SubjectKind, View};
+use super::units::{Blueprint, Brain, BrainParams, MAX_SUBJECTS, Outputs, Percepts, SubjectKind, View};
 use crate::comms::{Payload, RadioIn, RadioOut, Target};
 use crate::control::simple::Wander;
 use crate::robot::{
@@ -79,8 +80,9 @@ pub struct CollectStats {
 pub struct NetworkController {
     pub brain: Brain,
     pub forget_after: u64,
-    /// The object of each subject kind (Box, Pen, Station).
-    pub tracked: [Option<Tracked>; 3],
+    /// The object of each subject slot (Box, Pen, Station, then the structure's further nodes of
+    /// a kind, as [`Blueprint::slots`] numbers them).
+    pub tracked: SmallVec<[Option<Tracked>; 3]>,
     /// Where a box was last seen, for searching with a pen in the gripper.
     pub known_box: Option<Vec2>,
     /// The way to the charging stations: their places, and the room's walls and boxes, are
@@ -115,9 +117,9 @@ pub struct Pursuing(pub Option<Entity>);
 impl NetworkController {
     pub fn new(brain: Brain, forget_after: u32, search: Wander, stations: Arc<StationMap>) -> Self {
         Self {
+            tracked: smallvec::smallvec![None; brain.blueprint.slots.len()],
             brain,
             forget_after: u64::from(forget_after),
-            tracked: [None, None, None],
             known_box: None,
             stations,
             search,
@@ -164,17 +166,19 @@ impl NetworkController {
         }
     }
 
-    /// The pen it was going for went into another robot's gripper: duplicated effort.
-    pub fn pen_taken_by_another(&mut self) {
+    /// The pen a pen subject (by slot) was going for went into another robot's gripper:
+    /// duplicated effort.
+    pub fn pen_taken_by_another(&mut self, slot: usize) {
         self.stats.contested += 1;
-        self.tracked[SubjectKind::Pen as usize] = None;
+        self.tracked[slot] = None;
     }
 
-    /// Updates the object a subject kind tracks from the camera's sightings of that kind
-    /// (nearest first; `fresh` when the picture was taken this step): the one already tracked
-    /// while it is in view, else the nearest one this robot need not yield; a pen a closer robot
-    /// claimed is given up at once (returns true then). A subject not seen for `forget_after`
-    /// steps is forgotten. (The Camera node asks for the subject node while it tracks one.)
+    /// Updates the objects a subject kind's nodes track from the camera's sightings of that kind
+    /// (nearest first; `fresh` when the picture was taken this step), the first node's first:
+    /// each keeps the one it tracks while it is in view, else takes the nearest one no other node
+    /// of the kind tracks and this robot need not yield; a pen a closer robot claimed is given up
+    /// at once (returns true then). A subject not seen for `forget_after` steps is forgotten. (The
+    /// Camera node asks for a subject node while it tracks an object.)
     pub fn choose_subject(
         &mut self,
         kind: SubjectKind,
@@ -185,11 +189,36 @@ impl NetworkController {
         fresh: bool,
     ) -> bool {
         let mut yielded = false;
-        let slot = kind as usize;
+        for slot in 0..self.tracked.len() {
+            let (of, node) = self.brain.blueprint.slots[slot];
+            if of == kind && node.is_some() {
+                yielded |= self.choose_one(kind, slot, seen, pose, me, now, fresh);
+            }
+        }
+        yielded
+    }
+
+    /// [`Self::choose_subject`] for one subject slot.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_one(
+        &mut self,
+        kind: SubjectKind,
+        slot: usize,
+        seen: &[Candidate],
+        pose: (Vec2, f32),
+        me: &str,
+        now: u64,
+        fresh: bool,
+    ) -> bool {
+        let mut yielded = false;
         let mut choice: Option<&Candidate> = None;
         let mut keep_current = false;
         for s in seen {
             let current = self.tracked[slot].as_ref().is_some_and(|t| t.entity == s.entity);
+            // Another node of the kind has it.
+            if !current && self.tracked.iter().flatten().any(|t| t.entity == s.entity) {
+                continue;
+            }
             if let Some(pen) = s.pen
                 && self.yields_to_claim(pen, s.distance, me, now)
             {
@@ -229,10 +258,9 @@ impl NetworkController {
     /// subject leads and the gripper is empty, when it is newly chosen or the last claim on it is
     /// [`CLAIM_PERIOD`] steps old.
     pub fn claim_due(&mut self, holding: bool, position: Vec2, now: u64) -> Option<(Entity, f32)> {
-        let t = self.tracked[SubjectKind::Pen as usize].as_ref()?;
-        let due = !holding
-            && self.brain.leader() == Some(SubjectKind::Pen)
-            && self.claimed.is_none_or(|(e, at)| e != t.entity || now.saturating_sub(at) >= CLAIM_PERIOD);
+        let t = self.pursued()?;
+        let due =
+            !holding && self.claimed.is_none_or(|(e, at)| e != t.entity || now.saturating_sub(at) >= CLAIM_PERIOD);
         if !due {
             return None;
         }
@@ -240,6 +268,12 @@ impl NetworkController {
         self.claimed = Some((t.entity, now));
         self.stats.claims_sent += 1;
         Some(claim)
+    }
+
+    /// The object of the pen subject that leads, if one does.
+    pub fn pursued(&self) -> Option<&Tracked> {
+        let slot = self.brain.leading_slot()?;
+        (self.brain.leader() == Some(SubjectKind::Pen)).then(|| self.tracked.get(slot)?.as_ref()).flatten()
     }
 
     /// The battery level the way to the nearest station needs, with a margin of
@@ -444,11 +478,11 @@ pub(in crate::control) fn think<'w>(
             _ => None,
         });
         nc.hear_claims(heard, now);
-        if nc.tracked[SubjectKind::Pen as usize]
-            .as_ref()
-            .is_some_and(|t| held.get(t.entity).is_ok_and(|h| h.by != entity))
-        {
-            nc.pen_taken_by_another();
+        for slot in 0..nc.tracked.len() {
+            let pen = nc.brain.blueprint.slots[slot].0 == SubjectKind::Pen;
+            if pen && nc.tracked[slot].as_ref().is_some_and(|t| held.get(t.entity).is_ok_and(|h| h.by != entity)) {
+                nc.pen_taken_by_another(slot);
+            }
         }
 
         // Subjects follow the camera's latest picture. (A pen's name is looked up only when a
@@ -495,10 +529,15 @@ pub(in crate::control) fn think<'w>(
         let steer = nc.search.decide(blocked, time.dt);
         let energy_per_metre = battery.move_drain + battery.idle_drain / (CRUISE * robot.max_speed).max(1e-6);
         let station = nc.station_distance(pos);
-        let tracks = SubjectKind::ALL.map(|k| {
-            let camera = nc.tracked[k as usize].as_ref().map(|t| t.position);
-            camera.or_else(|| nc.remembered(k, pos, holding)).map(|at| view_of(pos, heading, at))
-        });
+        let (mut seen, mut tracks) = ([false; MAX_SUBJECTS], [None; MAX_SUBJECTS]);
+        for (slot, tracked) in nc.tracked.iter().enumerate() {
+            let kind = nc.brain.blueprint.slots[slot].0;
+            seen[slot] = tracked.is_some();
+            let camera = tracked.as_ref().map(|t| t.position);
+            // The remembered box and the way to a station are the first node's of their kind.
+            let known = || if slot < SubjectKind::ALL.len() { nc.remembered(kind, pos, holding) } else { None };
+            tracks[slot] = camera.or_else(known).map(|at| view_of(pos, heading, at));
+        }
         let percepts = Percepts {
             reserve: nc.reserve(pos, energy_per_metre, battery.capacity),
             power: power.level,
@@ -507,7 +546,7 @@ pub(in crate::control) fn think<'w>(
             pen_in_reach: grip.pen_in_reach.is_some(),
             over_box,
             sees: view.seen.iter().any(|s| subject_of(s.kind).is_some()),
-            seen: SubjectKind::ALL.map(|k| nc.tracked[k as usize].is_some()),
+            seen,
             box_known: nc.remembered(SubjectKind::Box, pos, true).is_some(),
             station_known: station.is_some(),
             tracks,
@@ -517,13 +556,7 @@ pub(in crate::control) fn think<'w>(
         };
         let outputs = nc.brain.tick(&percepts);
         nc.last = outputs;
-        let leader = nc.brain.leader();
-        pursuing.set_if_neq(Pursuing(
-            nc.tracked[SubjectKind::Pen as usize]
-                .as_ref()
-                .filter(|_| !holding && leader == Some(SubjectKind::Pen))
-                .map(|t| t.entity),
-        ));
+        pursuing.set_if_neq(Pursuing(nc.pursued().filter(|_| !holding).map(|t| t.entity)));
         let dropped_into_box = nc.was_holding.is_some_and(|pen| boxed.contains(pen));
         nc.count(power.charging, grip.holding, dropped_into_box);
 
@@ -691,7 +724,7 @@ mod tests {
     fn a_pen_taken_by_another_counts_as_contested() {
         let mut nc = controller();
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 0, true);
-        nc.pen_taken_by_another();
+        nc.pen_taken_by_another(SubjectKind::Pen as usize);
         assert_eq!((tracked_pen(&nc), nc.stats.contested), (None, 1));
     }
 
@@ -700,13 +733,9 @@ mod tests {
         let mut nc = controller();
         nc.choose_subject(SubjectKind::Pen, &[pen(1, "p1", 1.0)], POSE, "a", 0, true);
         // Let the network make Pen lead.
-        let percepts = Percepts {
-            power: 0.9,
-            sees: true,
-            seen: [false, true, false],
-            tracks: [None, Some(View { distance: 1.0, bearing: 0.0 }), None],
-            ..Percepts::default()
-        };
+        let mut percepts = Percepts { power: 0.9, sees: true, ..Percepts::default() };
+        percepts.seen[1] = true;
+        percepts.tracks[1] = Some(View { distance: 1.0, bearing: 0.0 });
         for _ in 0..5 {
             nc.brain.tick(&percepts);
         }
@@ -744,5 +773,50 @@ mod tests {
         let d = nc.stations.distance(at).unwrap();
         assert_eq!(nc.station_distance(at), Some(d));
         assert!((nc.reserve(at, 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
+    }
+
+    /// A structure with a second Pen node ("Pen 2"): the Camera tracks the two nearest pens, one
+    /// for each, asks for both nodes, and the nearer one leads; when the first is taken by another
+    /// robot, the other stays tracked.
+    #[test]
+    fn several_pens_are_tracked_by_several_pen_nodes() {
+        use crate::scene::network::with_copy_of;
+        let structure = with_copy_of(default_network(), "Pen", "Pen 2");
+        assert!(crate::scene::network::validate(&structure).is_empty());
+        let blueprint = Arc::new(Blueprint::new(structure));
+        let slots: Vec<usize> = blueprint.instances(SubjectKind::Pen).collect();
+        assert_eq!(slots, vec![1, 3]);
+        let search = Wander::new(SEARCH_SPEED, stream(1, "network-search", 0));
+        let map = Arc::new(StationMap::new(&crate::scene::schema::SceneFile::empty("t", 6.0, 4.0), 0.1));
+        let mut nc = NetworkController::new(Brain::new(blueprint, BrainParams::default()), 25, search, map);
+        let pens = [pen(1, "p1", 1.0), pen(2, "p2", 1.5), pen(3, "p3", 2.0)];
+        nc.choose_subject(SubjectKind::Pen, &pens, POSE, "a", 0, true);
+        let tracked = |nc: &NetworkController, slot: usize| nc.tracked[slot].as_ref().map(|t| t.entity);
+        assert_eq!((tracked(&nc, 1), tracked(&nc, 3)), (Some(entity(1)), Some(entity(2))));
+        // Seen the other way round, each node keeps its own.
+        nc.choose_subject(SubjectKind::Pen, &[pen(2, "p2", 0.5), pen(1, "p1", 0.9)], POSE, "a", 1, true);
+        assert_eq!((tracked(&nc, 1), tracked(&nc, 3)), (Some(entity(1)), Some(entity(2))));
+        let mut p = Percepts { power: 1.0, sees: true, ..Percepts::default() };
+        p.seen[1] = true;
+        p.seen[3] = true;
+        p.tracks[1] = Some(View { distance: 0.9, bearing: 0.0 });
+        p.tracks[3] = Some(View { distance: 0.5, bearing: 0.1 });
+        for _ in 0..5 {
+            nc.brain.tick(&p);
+        }
+        let net = &nc.brain.net;
+        assert!(net.get("Pen").is_some() && net.get("Pen 2").is_some(), "{:?}", net.names());
+        // Equal degrees: the first node in node order leads.
+        assert_eq!(nc.brain.leading_slot(), Some(1));
+        assert_eq!(nc.pursued().map(|t| t.entity), Some(entity(1)));
+        nc.pen_taken_by_another(1);
+        assert_eq!((tracked(&nc, 1), tracked(&nc, 3)), (None, Some(entity(2))));
+        p.seen[1] = false;
+        p.tracks[1] = None;
+        for _ in 0..5 {
+            nc.brain.tick(&p);
+        }
+        assert!(nc.brain.net.get("Pen").is_none());
+        assert_eq!(nc.brain.leading_slot(), Some(3), "Pen 2 leads");
     }
 }

@@ -16,7 +16,6 @@
 //! Nodes are addressed by their index in the structure ([`NodeId`]) so a tick of a robot's
 //! network touches no strings and allocates nothing.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::scene::network::{COLLECTIONS, Lifetime, LinkKind, NetworkStructure};
@@ -45,6 +44,18 @@ pub struct CatalogLink {
     pub to: NodeId,
     pub kind: LinkKind,
     pub weight: f32,
+}
+
+impl CatalogLink {
+    /// The node it leaves (as [`Link::from`]).
+    pub fn from(&self) -> NodeId {
+        self.from
+    }
+
+    /// The node it enters.
+    pub fn to(&self) -> NodeId {
+        self.to
+    }
 }
 
 impl Catalog {
@@ -79,7 +90,7 @@ impl Catalog {
     /// The index in [`Catalog::links`] of the link from `from` to `to` (a checked structure has
     /// at most one).
     pub fn link_index(&self, from: NodeId, to: NodeId) -> Option<usize> {
-        self.links.iter().position(|l| l.from == from && l.to == to)
+        self.links.iter().position(|l| l.from() == from && l.to() == to)
     }
 
     /// The nodes of a collection, by its index.
@@ -114,13 +125,32 @@ pub struct Node {
     pub signal: Signal,
 }
 
-/// A link of the running network: a connected port pair.
+/// A link of the running network: a connected port pair. Its ends are kept in 16 bits (a
+/// checked structure has at most [`crate::scene::network::MAX_NODES`] nodes), so that a robot's
+/// links take 12 bytes each.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Link {
-    pub from: NodeId,
-    pub to: NodeId,
+    from: u16,
+    to: u16,
     pub kind: LinkKind,
     pub weight: f32,
+}
+
+impl Link {
+    pub fn new(from: NodeId, to: NodeId, kind: LinkKind, weight: f32) -> Self {
+        let id = |n: NodeId| u16::try_from(n).unwrap_or(u16::MAX);
+        Self { from: id(from), to: id(to), kind, weight }
+    }
+
+    /// The node it leaves.
+    pub fn from(&self) -> NodeId {
+        usize::from(self.from)
+    }
+
+    /// The node it enters.
+    pub fn to(&self) -> NodeId {
+        usize::from(self.to)
+    }
 }
 
 /// One input port as a functional unit reads it: the link and the other end's output of the
@@ -207,7 +237,9 @@ pub struct Network {
     pub links: Vec<Link>,
     /// Connection requests submitted and not yet checked by their ends, in the order submitted.
     requests: Vec<ConnectionRequest>,
-    pending: BTreeSet<Change>,
+    /// The queued changes, sorted (removals before creations, each in node order), each once. A
+    /// short list rather than a set: it holds no memory between changes.
+    pending: Vec<Change>,
     pub ticks: u64,
     /// Nodes created and removed so far.
     pub created: u64,
@@ -216,6 +248,7 @@ pub struct Network {
 
 /// The weighted mean of input degrees: Σ wᵢ·dᵢ / Σ |wᵢ|, clamped to [0, 1] (negative weights
 /// inhibit). No inputs give 0.
+#[inline]
 pub fn weighted_mean(inputs: impl IntoIterator<Item = (f32, f32)>) -> f32 {
     let (sum, norm) = inputs.into_iter().fold((0.0, 0.0), |(s, n), (w, d)| (s + w * d, n + w.abs()));
     if norm > 0.0 { (sum / norm).clamp(0.0, 1.0) } else { 0.0 }
@@ -233,7 +266,7 @@ impl Network {
             managers: [Manager::default(); COLLECTIONS.len()],
             links: Vec::new(),
             requests: Vec::new(),
-            pending: BTreeSet::new(),
+            pending: Vec::new(),
             ticks: 0,
             created: 0,
             removed: 0,
@@ -247,7 +280,7 @@ impl Network {
         let catalog = Arc::clone(&net.catalog);
         for id in 0..n {
             for (k, l) in catalog.links.iter().enumerate() {
-                if l.from == id && !catalog.dynamic[l.to] {
+                if l.from() == id && !catalog.dynamic[l.to()] {
                     net.submit(k, id);
                 }
             }
@@ -278,15 +311,15 @@ impl Network {
     pub fn ports(&self, id: NodeId) -> Ports {
         let ports = |end: fn(&Link) -> NodeId| -> Vec<usize> {
             let mine = self.links.iter().filter(|l| end(l) == id);
-            mine.filter_map(|l| self.catalog.link_index(l.from, l.to)).collect()
+            mine.filter_map(|l| self.catalog.link_index(l.from(), l.to())).collect()
         };
         let names = |r: &&ConnectionRequest| {
             let l = self.catalog.links[r.link];
-            l.from == id || l.to == id
+            l.from() == id || l.to() == id
         };
         Ports {
-            inputs: ports(|l| l.to),
-            outputs: ports(|l| l.from),
+            inputs: ports(|l| l.to()),
+            outputs: ports(|l| l.from()),
             pending: self.requests.iter().filter(names).copied().collect(),
         }
     }
@@ -314,12 +347,18 @@ impl Network {
 
     /// Queues the creation of a subject node (applied before the next tick).
     pub fn perceive(&mut self, subject: NodeId) {
-        self.pending.insert(Change::CreateSubject(subject));
+        self.queue(Change::CreateSubject(subject));
     }
 
     /// Queues the removal of a subject node (applied before the next tick).
     pub fn forget(&mut self, subject: NodeId) {
-        self.pending.insert(Change::RemoveSubject(subject));
+        self.queue(Change::RemoveSubject(subject));
+    }
+
+    fn queue(&mut self, change: Change) {
+        if let Err(at) = self.pending.binary_search(&change) {
+            self.pending.insert(at, change);
+        }
     }
 
     /// Whether changes wait for the next tick.
@@ -349,8 +388,8 @@ impl Network {
         let catalog = Arc::clone(&self.catalog);
         for to in 0..self.nodes.len() {
             for l in catalog.links.iter() {
-                if l.to == to && self.nodes[l.from].is_some() && self.nodes[to].is_some() {
-                    self.links.push(Link { from: l.from, to, kind: l.kind, weight: l.weight });
+                if l.to() == to && self.nodes[l.from()].is_some() && self.nodes[to].is_some() {
+                    self.links.push(Link::new(l.from(), to, l.kind, l.weight));
                 }
             }
         }
@@ -375,7 +414,7 @@ impl Network {
     /// Whether link `k` is connected or asked for.
     fn requested(&self, k: usize) -> bool {
         let c = self.catalog.links[k];
-        self.links.iter().any(|l| l.from == c.from && l.to == c.to) || self.requests.iter().any(|r| r.link == k)
+        self.links.iter().any(|l| l.from() == c.from() && l.to() == c.to()) || self.requests.iter().any(|r| r.link == k)
     }
 
     /// Node `asker` submits the request for link `k` (once) to the manager of the link's other
@@ -387,11 +426,11 @@ impl Network {
             return;
         }
         let l = self.catalog.links[k];
-        let other = if asker == l.from { l.to } else { l.from };
+        let other = if asker == l.from() { l.to() } else { l.from() };
         if self.nodes[other].is_some() {
             self.count(other, |m| m.forwarded += 1);
             self.requests.push(ConnectionRequest { link: k });
-        } else if self.catalog.dynamic[other] && other == l.to {
+        } else if self.catalog.dynamic[other] && other == l.to() {
             self.count(other, |m| m.created_for += 1);
             self.requests.push(ConnectionRequest { link: k });
             self.create(other);
@@ -410,12 +449,12 @@ impl Network {
         }
         let catalog = Arc::clone(&self.catalog);
         for (k, l) in catalog.links.iter().enumerate() {
-            if l.to == id && self.nodes[l.from].is_some() {
+            if l.to() == id && self.nodes[l.from()].is_some() {
                 self.submit(k, id);
             }
         }
         for (k, l) in catalog.links.iter().enumerate() {
-            if l.from == id {
+            if l.from() == id {
                 self.submit(k, id);
             }
         }
@@ -431,7 +470,7 @@ impl Network {
         loop {
             let catalog = &self.catalog;
             let fed = |n: NodeId| {
-                self.links.iter().any(|l| l.to == n) || self.requests.iter().any(|r| catalog.links[r.link].to == n)
+                self.links.iter().any(|l| l.to() == n) || self.requests.iter().any(|r| catalog.links[r.link].to == n)
             };
             let orphan = (0..self.nodes.len()).find(|&n| self.nodes[n].is_some() && catalog.dynamic[n] && !fed(n));
             let Some(o) = orphan else { break };
@@ -442,7 +481,7 @@ impl Network {
     fn drop_node(&mut self, id: NodeId) {
         self.nodes[id] = None;
         // Its links leave the other ends' ports, and requests that name it are withdrawn.
-        self.links.retain(|l| l.from != id && l.to != id);
+        self.links.retain(|l| l.from() != id && l.to() != id);
         let catalog = &self.catalog;
         self.requests.retain(|r| catalog.links[r.link].from != id && catalog.links[r.link].to != id);
         self.count(id, |m| m.removed += 1);
@@ -460,7 +499,8 @@ impl Network {
     /// links at both ends, the requests naming it, the nodes left with no input) before any
     /// creation starts; creations inject nodes and submit their connection requests.
     pub fn restructure(&mut self) {
-        while let Some(change) = self.pending.pop_first() {
+        // Creating and removing queue nothing, so the list is taken whole (and its memory freed).
+        for change in std::mem::take(&mut self.pending) {
             match change {
                 Change::RemoveSubject(s) => self.remove(s),
                 Change::CreateSubject(s) => self.create(s),
@@ -483,26 +523,34 @@ impl Network {
         merged.clear();
         let mut at = 0;
         for id in 0..self.nodes.len() {
-            while self.links.get(at).is_some_and(|l| l.to == id) {
+            while self.links.get(at).is_some_and(|l| l.to() == id) {
                 merged.push(self.links[at]);
                 at += 1;
             }
             for r in &requests {
                 let l = self.catalog.links[r.link];
-                if l.to == id && self.nodes[l.from].is_some() && self.nodes[id].is_some() {
-                    merged.push(Link { from: l.from, to: id, kind: l.kind, weight: l.weight });
+                if l.to() == id && self.nodes[l.from()].is_some() && self.nodes[id].is_some() {
+                    merged.push(Link::new(l.from(), id, l.kind, l.weight));
                 }
             }
         }
-        self.links.clear();
-        self.links.extend_from_slice(merged);
+        if merged.len() > self.links.capacity() {
+            // Room for exactly these: a robot keeps its largest network's links, not a power of two.
+            self.links = merged.to_vec();
+        } else {
+            self.links.clear();
+            self.links.extend_from_slice(merged);
+        }
         TICK_ROOM.set(room);
     }
 
     /// Weighted mean of a node's input ports, from the degrees of the last tick.
     pub fn input(&self, id: NodeId) -> f32 {
         weighted_mean(
-            self.links.iter().filter(|l| l.to == id).filter_map(|l| self.node(l.from).map(|n| (l.weight, n.degree))),
+            self.links
+                .iter()
+                .filter(|l| l.to() == id)
+                .filter_map(|l| self.node(l.from()).map(|n| (l.weight, n.degree))),
         )
     }
 
@@ -522,17 +570,17 @@ impl Network {
                 continue;
             }
             inputs.clear();
-            while self.links.get(at).is_some_and(|l| l.to < id) {
+            while self.links.get(at).is_some_and(|l| l.to() < id) {
                 at += 1;
             }
             let start = at;
-            while self.links.get(at).is_some_and(|l| l.to == id) {
+            while self.links.get(at).is_some_and(|l| l.to() == id) {
                 at += 1;
             }
             for l in &self.links[start..at] {
-                if let Some(from) = &self.nodes[l.from] {
+                if let Some(from) = &self.nodes[l.from()] {
                     inputs.push(Input {
-                        from: l.from,
+                        from: l.from(),
                         kind: l.kind,
                         weight: l.weight,
                         degree: from.degree,
@@ -556,16 +604,16 @@ impl Network {
     /// input.
     pub fn check(&self) -> Result<(), String> {
         for l in &self.links {
-            if self.node(l.from).is_none() || self.node(l.to).is_none() {
-                return Err(format!("link {} -> {} has a missing end", self.name(l.from), self.name(l.to)));
+            if self.node(l.from()).is_none() || self.node(l.to()).is_none() {
+                return Err(format!("link {} -> {} has a missing end", self.name(l.from()), self.name(l.to())));
             }
         }
         if let Some(r) = self.requests.first() {
             let l = self.catalog.links[r.link];
-            return Err(format!("the request {} -> {} is not checked yet", self.name(l.from), self.name(l.to)));
+            return Err(format!("the request {} -> {} is not checked yet", self.name(l.from()), self.name(l.to())));
         }
         for (id, _) in self.nodes() {
-            if self.catalog.dynamic[id] && !self.links.iter().any(|l| l.to == id) {
+            if self.catalog.dynamic[id] && !self.links.iter().any(|l| l.to() == id) {
                 return Err(format!("dynamic node {} has no input", self.name(id)));
             }
         }
@@ -580,7 +628,7 @@ impl Network {
     /// Links as `from -> to`, sorted, for comparisons.
     pub fn link_set(&self) -> Vec<String> {
         let mut v: Vec<String> =
-            self.links.iter().map(|l| format!("{} -> {}", self.name(l.from), self.name(l.to))).collect();
+            self.links.iter().map(|l| format!("{} -> {}", self.name(l.from()), self.name(l.to()))).collect();
         v.sort();
         v
     }
@@ -772,7 +820,7 @@ mod tests {
         let ends = |ks: &[usize]| -> Vec<String> {
             ks.iter()
                 .map(|&k| net.catalog().links[k])
-                .map(|l| format!("{}>{}", net.name(l.from), net.name(l.to)))
+                .map(|l| format!("{}>{}", net.name(l.from()), net.name(l.to())))
                 .collect()
         };
         let ports = net.ports(pen);

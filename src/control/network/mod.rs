@@ -83,9 +83,26 @@ pub fn dump_network(world: &mut World, robot: &str) -> Option<String> {
     let net = &nc.brain.net;
     let mut out = format!("network of {robot} after {} ticks\n\n", net.ticks);
     out.push_str(&net.dump());
+    let leading = nc.brain.leading_node.map_or("nothing", |id| net.name(id));
+    out.push_str(&format!("Leading Move: {leading}\n"));
+    if !nc.brain.sent.is_empty() {
+        out.push_str(&format!("Subject requests sent at tick {}\n", nc.brain.sent_at));
+        for r in &nc.brain.sent {
+            match r.by() {
+                Some(by) => out.push_str(&format!("  {} asks for {}\n", net.name(by), net.name(r.node()))),
+                None => out.push_str(&format!("  {} removed: nobody asks for it\n", net.name(r.node()))),
+            }
+        }
+    }
     out.push_str("Live links\n");
     for l in &net.links {
-        out.push_str(&format!("  {} -> {}  {}:{:.2}\n", net.name(l.from), net.name(l.to), l.kind.short(), l.weight));
+        out.push_str(&format!(
+            "  {} -> {}  {}:{:.2}\n",
+            net.name(l.from()),
+            net.name(l.to()),
+            l.kind.short(),
+            l.weight
+        ));
     }
     Some(out)
 }

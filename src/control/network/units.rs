@@ -44,8 +44,23 @@ pub enum SubjectKind {
     Station = 2,
 }
 
+/// How many subject nodes of the shipped kinds a structure may have: the first of each kind
+/// ("Box", "Pen", "Station", slots 0–2) and further ones named after their kind and a number
+/// ("Pen 2", "Pen 3": slots 3 on, in node order).
+pub const MAX_SUBJECTS: usize = 8;
+
 impl SubjectKind {
     pub const ALL: [SubjectKind; 3] = [SubjectKind::Box, SubjectKind::Pen, SubjectKind::Station];
+
+    /// The kind of a subject node's name: its own ("Pen"), or a further node of it ("Pen 2"),
+    /// with the node's number (1 for the first).
+    pub fn of_name(name: &str) -> Option<(SubjectKind, u32)> {
+        let (base, number) = match name.rsplit_once(' ') {
+            Some((base, n)) => (base, n.parse::<u32>().ok().filter(|n| *n >= 2)?),
+            None => (name, 1),
+        };
+        SubjectKind::ALL.into_iter().find(|k| k.node_name() == base).map(|k| (k, number))
+    }
 
     /// The node name in the shipped structure.
     pub fn node_name(self) -> &'static str {
@@ -67,7 +82,8 @@ pub enum Role {
     Power,
     Bumper,
     Radio,
-    Subject(SubjectKind),
+    /// A subject node of a kind, with its slot in [`Percepts`]' per-subject readings.
+    Subject(SubjectKind, u8),
     Search,
     Obstacle,
     Move,
@@ -92,16 +108,18 @@ impl Role {
             "Radio" => Role::Radio,
             "Search" => Role::Search,
             "Obstacle" => Role::Obstacle,
-            "Box" => Role::Subject(SubjectKind::Box),
-            "Pen" => Role::Subject(SubjectKind::Pen),
-            "Station" => Role::Subject(SubjectKind::Station),
             "Move" => Role::Move,
             "Turn" => Role::Turn,
             "Grip" => Role::Grip,
             "Speed" => Role::Speed,
             "Angle" => Role::Angle,
             "Gripper" => Role::Gripper,
-            _ => Role::Plain,
+            _ => match SubjectKind::of_name(name) {
+                // The first node of a kind has the kind's slot; the Blueprint numbers the others.
+                Some((k, 1)) => Role::Subject(k, k as u8),
+                Some((k, _)) => Role::Subject(k, u8::MAX),
+                None => Role::Plain,
+            },
         }
     }
 }
@@ -111,8 +129,11 @@ impl Role {
 pub struct Blueprint {
     pub catalog: Arc<Catalog>,
     pub roles: Vec<Role>,
-    /// The node of each subject kind, if the structure has one.
+    /// The (first) node of each subject kind, if the structure has one.
     pub subjects: [Option<NodeId>; 3],
+    /// Each subject slot's kind and node (slots 0–2 the first of each kind, absent where the
+    /// structure has none; then the further nodes of a kind, in node order).
+    pub slots: Vec<(SubjectKind, Option<NodeId>)>,
     /// The control node whose leading subject is the robot's (Move).
     pub mover: Option<NodeId>,
     pub speed: Option<NodeId>,
@@ -126,25 +147,49 @@ pub struct Blueprint {
 impl Blueprint {
     pub fn new(structure: NetworkStructure) -> Self {
         let catalog = Catalog::new(structure);
-        let roles: Vec<Role> = catalog.names.iter().map(|n| Role::of(n)).collect();
-        let find = |r: Role| roles.iter().position(|x| *x == r);
+        let mut roles: Vec<Role> = catalog.names.iter().map(|n| Role::of(n)).collect();
+        let find = |roles: &[Role], r: Role| roles.iter().position(|x| *x == r);
+        let mut slots: Vec<(SubjectKind, Option<NodeId>)> =
+            SubjectKind::ALL.iter().map(|&k| (k, find(&roles, Role::Subject(k, k as u8)))).collect();
+        for role in roles.iter_mut() {
+            if let Role::Subject(k, u8::MAX) = *role {
+                // A further node of a kind: the next slot, while there is room (else a plain node).
+                *role = if slots.len() < MAX_SUBJECTS { Role::Subject(k, slots.len() as u8) } else { Role::Plain };
+            }
+            if let Role::Subject(k, slot) = *role
+                && usize::from(slot) >= SubjectKind::ALL.len()
+            {
+                slots.push((k, None));
+            }
+        }
+        for (id, role) in roles.iter().enumerate() {
+            if let Role::Subject(_, slot) = *role {
+                slots[usize::from(slot)].1 = Some(id);
+            }
+        }
         let requested = (0..roles.len())
-            .filter(|&id| catalog.dynamic[id] && matches!(roles[id], Role::Subject(_) | Role::Search | Role::Obstacle))
+            .filter(|&id| catalog.dynamic[id] && matches!(roles[id], Role::Subject(..) | Role::Search | Role::Obstacle))
             .map(|id| {
                 let askers = catalog.links.iter().filter(|l| l.to == id && !catalog.dynamic[l.from]).map(|l| l.from);
                 (id, askers.collect())
             })
             .collect();
         Self {
-            subjects: SubjectKind::ALL.map(|k| find(Role::Subject(k))),
-            mover: find(Role::Move),
-            speed: find(Role::Speed),
-            angle: find(Role::Angle),
-            gripper: find(Role::Gripper),
+            subjects: SubjectKind::ALL.map(|k| slots[k as usize].1),
+            mover: find(&roles, Role::Move),
+            speed: find(&roles, Role::Speed),
+            angle: find(&roles, Role::Angle),
+            gripper: find(&roles, Role::Gripper),
             requested,
+            slots,
             roles,
             catalog: Arc::new(catalog),
         }
+    }
+
+    /// The slots of a kind's subject nodes, the first node's first.
+    pub fn instances(&self, kind: SubjectKind) -> impl Iterator<Item = usize> + '_ {
+        (0..self.slots.len()).filter(move |&s| self.slots[s].0 == kind && self.slots[s].1.is_some())
     }
 }
 
@@ -206,15 +251,16 @@ pub struct Percepts {
     pub over_box: bool,
     /// The camera sees at least one box, pen or station.
     pub sees: bool,
-    /// The object of each subject kind the camera tracks (seen lately), if any.
-    pub seen: [bool; 3],
+    /// Whether the camera tracks an object (seen lately) for each subject slot (see
+    /// [`Blueprint::slots`]).
+    pub seen: [bool; MAX_SUBJECTS],
     /// A box seen before is remembered, farther than the search's reach: where to bring a pen.
     pub box_known: bool,
     /// The way to a charging station is known (the scene has one the robot can reach).
     pub station_known: bool,
-    /// The object of each subject kind, if any: the camera's, else the remembered box (holding
-    /// a pen) or the way to the nearest station (charging).
-    pub tracks: [Option<View>; 3],
+    /// The object of each subject slot, if any: the camera's, else (the first of a kind) the
+    /// remembered box (holding a pen) or the way to the nearest station (charging).
+    pub tracks: [Option<View>; MAX_SUBJECTS],
     /// The search's command this tick (linear, angular, fractions of the maxima): cruising, or
     /// the back-off turn after a bump.
     pub steer: (f32, f32),
@@ -245,22 +291,41 @@ pub struct Outputs {
     pub grip: f32,
 }
 
-/// A creating-node or removal request a static node sent to the manager of a dynamic node.
+/// A creating-node or removal request a static node sent to the manager of a dynamic node
+/// (node indices in 16 bits, as a [`super::graph::Link`]'s: robots keep their latest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SubjectRequest {
-    /// The node that sent a creating request (the first in node order that asks); `None` for a
-    /// removal, requested because no node asks for the node any more.
-    pub by: Option<NodeId>,
-    pub node: NodeId,
+    by: Option<u16>,
+    node: u16,
     /// Create (true) or remove (false).
     pub create: bool,
+}
+
+impl SubjectRequest {
+    /// A request for `node`, to create it (sent by `by`) or, with `by` `None`, to remove it.
+    pub fn new(by: Option<NodeId>, node: NodeId) -> Self {
+        let id = |n: NodeId| u16::try_from(n).unwrap_or(u16::MAX);
+        Self { by: by.map(id), node: id(node), create: by.is_some() }
+    }
+
+    /// The node that sent a creating request (the first in node order that asks); `None` for a
+    /// removal, requested because no node asks for the node any more.
+    pub fn by(&self) -> Option<NodeId> {
+        self.by.map(usize::from)
+    }
+
+    /// The dynamic node it is about.
+    pub fn node(&self) -> NodeId {
+        usize::from(self.node)
+    }
 }
 
 /// What a robot's network leads with: the input of Move that commands the motion.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Lead {
-    /// A subject with a track: go to its object.
-    Subject(SubjectKind, View, bool),
+    /// A subject with a track: go to its object (the subject's kind and slot, where the object
+    /// is, whether the robot is at it).
+    Subject(SubjectKind, u8, View, bool),
     /// A search or obstacle node: its own command (linear, angular).
     Steer(f32, f32),
 }
@@ -273,24 +338,44 @@ pub struct Brain {
     pub params: BrainParams,
     /// The charging task is on.
     pub charging: bool,
-    /// The subject that led Move in the last tick.
-    leader: Option<SubjectKind>,
+    /// The subject that led Move in the last tick, with its slot.
+    leader: Option<(SubjectKind, u8)>,
     /// The node that led Move in the last tick (a subject, the search or an obstacle).
     pub leading_node: Option<NodeId>,
-    /// The creating-node and removal requests the last tick's nodes sent (applied at the next
-    /// tick), kept for the panel and the dump.
+    /// The latest creating-node and removal requests the static nodes sent (applied at the tick
+    /// after), kept for the panel and the dump, and the tick that sent them ([`Network::ticks`]
+    /// after it).
     pub sent: Vec<SubjectRequest>,
+    pub sent_at: u64,
+    /// The readings the requests depend on ([`wish_flags`]) in the last tick that sent none:
+    /// while they stay the same, every dynamic node that should exist does, and the static nodes
+    /// have nothing to ask.
+    settled: Option<u32>,
+}
+
+/// The readings the static nodes' requests depend on, as bits: the camera's tracking of each
+/// subject slot, a remembered box while holding a pen, the way to a station while charging, the
+/// back-off, and the charging task.
+fn wish_flags(p: &Percepts, charging: bool) -> u32 {
+    let seen = p.seen.iter().enumerate().fold(0u32, |bits, (i, &s)| bits | (u32::from(s) << i));
+    let flag = |b: bool, at: usize| u32::from(b) << (MAX_SUBJECTS + at);
+    seen | flag(p.holding && p.box_known, 0)
+        | flag(charging && p.station_known, 1)
+        | flag(p.backing_off, 2)
+        | flag(charging, 3)
 }
 
 /// Whether the unit of a static node of role `role` asks for a dynamic node of role `wanted`
 /// given this tick's readings (and the charging task's state): the Camera for the subjects it
 /// tracks, GripSensor for a remembered box while holding a pen, Power for the station while
 /// charging, Bumper for the obstacle while backing off, the task nodes for the search.
+#[inline]
 pub fn asks_for(role: Role, wanted: Role, p: &Percepts, charging: bool) -> bool {
     match (role, wanted) {
-        (Role::Camera, Role::Subject(k)) => p.seen[k as usize],
-        (Role::GripSensor, Role::Subject(SubjectKind::Box)) => p.holding && p.box_known,
-        (Role::Power, Role::Subject(SubjectKind::Station)) => charging && p.station_known,
+        (Role::Camera, Role::Subject(_, slot)) => p.seen[usize::from(slot)],
+        // The remembered box and the way to a station are the first node of their kind's.
+        (Role::GripSensor, Role::Subject(SubjectKind::Box, 0)) => p.holding && p.box_known,
+        (Role::Power, Role::Subject(SubjectKind::Station, 2)) => charging && p.station_known,
         (Role::Bumper, Role::Obstacle) => p.backing_off,
         (Role::Charging, Role::Search) => charging,
         (Role::Collecting, Role::Search) => !charging,
@@ -299,6 +384,7 @@ pub fn asks_for(role: Role, wanted: Role, p: &Percepts, charging: bool) -> bool 
 }
 
 /// The first of `askers` (static nodes linked to dynamic node `wanted`) whose unit asks for it.
+#[inline]
 pub fn wanted(
     net: &Network,
     roles: &[Role],
@@ -320,6 +406,8 @@ impl Brain {
             leader: None,
             leading_node: None,
             sent: Vec::new(),
+            sent_at: 0,
+            settled: None,
         }
     }
 
@@ -341,13 +429,16 @@ impl Brain {
         let (bp, params, charging) = (&*self.blueprint, self.params, self.charging);
         let mut lead = None;
         self.net.tick(|id, mean, inputs| {
+            let role = bp.roles[id];
             if Some(id) == bp.mover {
+                // Move's unit with its leading input worked out once.
                 lead = leading(inputs, &bp.roles, params.lead);
+                return control_unit(role, mean, lead.map(|(_, l)| l), &params);
             }
-            unit(bp.roles[id], mean, inputs, p, &params, charging, &bp.roles)
+            unit(role, mean, inputs, p, &params, charging, &bp.roles)
         });
         self.leader = match lead {
-            Some((_, Lead::Subject(k, ..))) => Some(k),
+            Some((_, Lead::Subject(k, slot, ..))) => Some((k, slot)),
             _ => None,
         };
         self.leading_node = lead.map(|(id, _)| id);
@@ -363,41 +454,55 @@ impl Brain {
     /// The static nodes' part of the tick: for each dynamic node they may ask for, a creating
     /// request when one asks and it does not exist, a removal request when none asks and it does.
     fn send_requests(&mut self, p: &Percepts) {
-        self.sent.clear();
-        let bp = Arc::clone(&self.blueprint);
-        for (node, askers) in &bp.requested {
-            let node = *node;
-            let by = wanted(&self.net, &bp.roles, node, askers, p, self.charging);
-            match (by, self.net.node(node).is_some()) {
-                (Some(by), false) => {
-                    self.net.perceive(node);
-                    self.sent.push(SubjectRequest { by: Some(by), node, create: true });
-                }
-                (None, true) => {
-                    self.net.forget(node);
-                    self.sent.push(SubjectRequest { by: None, node, create: false });
-                }
-                _ => {}
+        let flags = wish_flags(p, self.charging);
+        if self.settled == Some(flags) {
+            return;
+        }
+        self.settled = Some(flags);
+        for i in 0..self.blueprint.requested.len() {
+            let (node, ref askers) = self.blueprint.requested[i];
+            let by = wanted(&self.net, &self.blueprint.roles, node, askers, p, self.charging);
+            let request = match (by, self.net.node(node).is_some()) {
+                (Some(by), false) => SubjectRequest::new(Some(by), node),
+                (None, true) => SubjectRequest::new(None, node),
+                _ => continue,
+            };
+            if request.create {
+                self.net.perceive(node);
+            } else {
+                self.net.forget(node);
             }
+            if self.sent_at != self.net.ticks {
+                self.sent.clear();
+                self.sent_at = self.net.ticks;
+            }
+            self.sent.push(request);
+            self.settled = None;
         }
     }
 
-    /// The subject that led the control nodes (Move) in the last tick, if any.
+    /// The kind of subject that led the control nodes (Move) in the last tick, if any.
     pub fn leader(&self) -> Option<SubjectKind> {
-        self.leader
+        self.leader.map(|(k, _)| k)
+    }
+
+    /// The slot of the subject that led Move in the last tick, if any.
+    pub fn leading_slot(&self) -> Option<usize> {
+        self.leader.map(|(_, slot)| usize::from(slot))
     }
 }
 
 /// The leading input of a control node and the node it comes from: largest weight × degree — a
 /// subject with a track from `lead` on, a search or obstacle command from above zero; the first
 /// in node order on a tie.
+#[inline]
 pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(NodeId, Lead)> {
     let mut best: Option<(f32, NodeId, Lead)> = None;
     for i in inputs {
         let strength = i.weight * i.degree;
         let candidate = match (roles[i.from], i.signal) {
-            (Role::Subject(k), Signal::Track { distance, bearing, at }) if strength >= lead => {
-                Lead::Subject(k, View { distance, bearing }, at)
+            (Role::Subject(k, slot), Signal::Track { distance, bearing, at }) if strength >= lead => {
+                Lead::Subject(k, slot, View { distance, bearing }, at)
             }
             (Role::Search | Role::Obstacle, Signal::Steer { speed, turn }) if strength > 0.0 => {
                 Lead::Steer(speed, turn)
@@ -412,6 +517,7 @@ pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(NodeId, L
 }
 
 /// Forward speed towards an object: none when there or facing away, slower when close.
+#[inline]
 pub fn approach_speed(view: View, at: bool, params: &BrainParams) -> f32 {
     if at || view.bearing.abs() > params.face {
         return 0.0;
@@ -419,7 +525,29 @@ pub fn approach_speed(view: View, at: bool, params: &BrainParams) -> f32 {
     (view.distance / params.slow_radius).clamp(params.min_speed, 1.0) * view.bearing.cos()
 }
 
+/// The unit of a control node (Move, Turn, Grip) given its leading input: Move's speed towards
+/// a subject's object or the search's or obstacle's own, Turn's turn rate, Grip's command.
+#[inline]
+pub fn control_unit(role: Role, mean: f32, lead: Option<Lead>, params: &BrainParams) -> (f32, Signal) {
+    let Some(lead) = lead else {
+        return (mean, Signal::None);
+    };
+    let level = match (role, lead) {
+        (Role::Move, Lead::Subject(_, _, view, at)) => approach_speed(view, at, params),
+        // On the station it stays put; at a pen or box it still faces it.
+        (Role::Turn, Lead::Subject(SubjectKind::Station, _, _, true)) => 0.0,
+        (Role::Turn, Lead::Subject(_, _, view, _)) => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
+        (Role::Move, Lead::Steer(speed, _)) => speed,
+        (Role::Turn, Lead::Steer(_, turn)) => turn,
+        (_, Lead::Subject(SubjectKind::Pen, _, _, true)) => 1.0,
+        (_, Lead::Subject(SubjectKind::Box, _, _, true)) => -1.0,
+        _ => 0.0,
+    };
+    (mean, Signal::Level(level))
+}
+
 /// The functional unit of a node of role `role`.
+#[inline]
 pub fn unit(
     role: Role,
     mean: f32,
@@ -438,27 +566,13 @@ pub fn unit(
         Role::Power => (1.0 - p.power.clamp(0.0, 1.0), Signal::None),
         Role::Bumper => (flag(p.backing_off), Signal::None),
         Role::Radio => (flag(p.yielded), Signal::None),
-        Role::Subject(k) => match p.tracks[k as usize] {
+        Role::Subject(k, slot) => match p.tracks[usize::from(slot)] {
             Some(v) => (mean, Signal::Track { distance: v.distance, bearing: v.bearing, at: p.at(k) }),
             None => (0.0, Signal::None),
         },
         Role::Search | Role::Obstacle => (mean, Signal::Steer { speed: p.steer.0, turn: p.steer.1 }),
         Role::Move | Role::Turn | Role::Grip => {
-            let Some((_, lead)) = leading(inputs, roles, params.lead) else {
-                return (mean, Signal::None);
-            };
-            let level = match (role, lead) {
-                (Role::Move, Lead::Subject(_, view, at)) => approach_speed(view, at, params),
-                // On the station it stays put; at a pen or box it still faces it.
-                (Role::Turn, Lead::Subject(SubjectKind::Station, _, true)) => 0.0,
-                (Role::Turn, Lead::Subject(_, view, _)) => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
-                (Role::Move, Lead::Steer(speed, _)) => speed,
-                (Role::Turn, Lead::Steer(_, turn)) => turn,
-                (_, Lead::Subject(SubjectKind::Pen, _, true)) => 1.0,
-                (_, Lead::Subject(SubjectKind::Box, _, true)) => -1.0,
-                _ => 0.0,
-            };
-            (mean, Signal::Level(level))
+            control_unit(role, mean, leading(inputs, roles, params.lead).map(|(_, l)| l), params)
         }
         Role::Speed | Role::Angle | Role::Gripper => {
             // The command of the strongest driving input, its sign flipped by a negative weight.
@@ -512,17 +626,17 @@ mod tests {
         let params = BrainParams::default();
         let mut p = Percepts { pen_in_reach: true, ..Default::default() };
         p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 0.5, bearing: 0.1 });
-        let (d, s) = unit(Role::Subject(SubjectKind::Pen), 0.6, &[], &p, &params, false, &[]);
+        let (d, s) = unit(Role::Subject(SubjectKind::Pen, 1), 0.6, &[], &p, &params, false, &[]);
         assert_eq!(d, 0.6);
         assert_eq!(s, Signal::Track { distance: 0.5, bearing: 0.1, at: true });
         // Not tracked: degree 0, no signal.
-        assert_eq!(unit(Role::Subject(SubjectKind::Box), 0.9, &[], &p, &params, false, &[]), (0.0, Signal::None));
+        assert_eq!(unit(Role::Subject(SubjectKind::Box, 0), 0.9, &[], &p, &params, false, &[]), (0.0, Signal::None));
     }
 
     #[test]
     fn control_units_follow_the_leading_subject() {
         let params = BrainParams::default();
-        let roles = [Role::Subject(SubjectKind::Box), Role::Subject(SubjectKind::Pen)];
+        let roles = [Role::Subject(SubjectKind::Box, 0), Role::Subject(SubjectKind::Pen, 1)];
         let p = Percepts::default();
         let box_track = Signal::Track { distance: 2.0, bearing: -0.2, at: false };
         let pen_track = Signal::Track { distance: 0.25, bearing: 0.3, at: false };
@@ -581,13 +695,13 @@ mod tests {
         let camera = b.net.catalog().id("Camera");
         let pen = b.blueprint.subjects[SubjectKind::Pen as usize].unwrap();
         b.tick(&p);
-        assert_eq!(b.sent, vec![SubjectRequest { by: camera, node: pen, create: true }]);
+        assert_eq!((b.sent_at, &b.sent[..]), (1, &[SubjectRequest::new(camera, pen)][..]));
         assert!(!b.has_subject(SubjectKind::Pen), "applied at the next tick");
         let mut out = Outputs::default();
         for _ in 0..5 {
             out = b.tick(&p);
         }
-        assert!(b.sent.is_empty(), "asked once");
+        assert_eq!(b.sent_at, 1, "asked once");
         assert_eq!(b.leader(), Some(SubjectKind::Pen));
         assert!((out.speed.unwrap() - 0.2f32.cos()).abs() < 1e-6, "{out:?}");
         assert!((out.turn.unwrap() - 0.3).abs() < 1e-6, "{out:?}");
@@ -608,9 +722,10 @@ mod tests {
         assert_eq!(b.leader(), None);
         assert_eq!(out.speed, None);
         // The pen leaves the camera's view: the Camera asks for its removal.
-        p.seen = [false; 3];
+        p.seen = [false; MAX_SUBJECTS];
         b.tick(&p);
-        assert_eq!(b.sent, vec![SubjectRequest { by: None, node: pen, create: false }]);
+        assert_eq!(b.sent, vec![SubjectRequest::new(None, pen)]);
+        assert_eq!(b.sent_at, b.net.ticks);
         b.tick(&p);
         assert_eq!(b.net.names(), vec!["Camera", "Charging", "Collecting", "GripSensor", "Power"]);
     }
@@ -622,12 +737,12 @@ mod tests {
     fn charging_takes_over_at_low_power() {
         let mut b = brain();
         let mut p = Percepts { power: 0.8, sees: true, holding: true, station_known: true, ..Default::default() };
-        p.tracks = [
+        p.tracks[..3].copy_from_slice(&[
             Some(View { distance: 1.0, bearing: 0.5 }),
             Some(View { distance: 0.5, bearing: 0.0 }),
             Some(View { distance: 2.0, bearing: -0.5 }),
-        ];
-        p.seen = [true, true, false];
+        ]);
+        p.seen[..2].copy_from_slice(&[true, true]);
         let run = |b: &mut Brain, p: &Percepts| (0..6).map(|_| b.tick(p)).last().unwrap();
         let out = run(&mut b, &p);
         assert_eq!(b.leader(), Some(SubjectKind::Box));
