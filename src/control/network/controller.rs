@@ -296,8 +296,8 @@ impl NetworkController {
     }
 
     /// What the robot knows beyond its camera, for the subjects: the box last seen (while holding
-    /// a pen, until within [`GOAL_REACHED`] of it) and the way to the nearest charging station
-    /// (while charging: the point [`WAYPOINT_AHEAD`] along it, or the station itself).
+    /// a pen, until within 0.3 m of it) and the way to the nearest charging station (while
+    /// charging: the point 0.4 m along it, or the station itself).
     pub fn remembered(&self, kind: SubjectKind, pos: Vec2, holding: bool) -> Option<Vec2> {
         match kind {
             SubjectKind::Box if holding => self.known_box.filter(|b| b.distance(pos) > GOAL_REACHED),
