@@ -679,6 +679,14 @@ mod tests {
         assert_eq!(unit(Role::Gripper, 0.0, &[], &p, &params, false, &roles).1, Signal::None);
     }
 
+    /// Full battery, the camera tracking one pen at `view`.
+    fn seeing_a_pen(view: View) -> Percepts {
+        let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
+        p.seen[SubjectKind::Pen as usize] = true;
+        p.tracks[SubjectKind::Pen as usize] = Some(view);
+        p
+    }
+
     fn seed_brain() -> Brain {
         Brain::new(Arc::new(Blueprint::new(crate::scene::network::seed_network())), BrainParams::default())
     }
@@ -689,9 +697,7 @@ mod tests {
     #[test]
     fn a_seen_pen_drives_the_robot_to_it_and_grips_it() {
         let mut b = seed_brain();
-        let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
-        p.seen[SubjectKind::Pen as usize] = true;
-        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.2 });
+        let mut p = seeing_a_pen(View { distance: 1.0, bearing: 0.2 });
         let camera = b.net.catalog().id("Camera");
         let pen = b.blueprint.subjects[SubjectKind::Pen as usize].unwrap();
         b.tick(&p);
@@ -800,9 +806,7 @@ mod tests {
         assert_eq!(b.net.name(b.leading_node.unwrap()), "Search");
         assert_eq!(b.leader(), None);
         // A pen in view leads.
-        p.sees = true;
-        p.seen[SubjectKind::Pen as usize] = true;
-        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.0 });
+        p = Percepts { steer: p.steer, ..seeing_a_pen(View { distance: 1.0, bearing: 0.0 }) };
         for _ in 0..5 {
             out = b.tick(&p);
         }
@@ -832,9 +836,7 @@ mod tests {
     #[test]
     fn a_yielded_pen_stops_leading_through_the_radio_node() {
         let mut b = brain();
-        let mut p = Percepts { power: 1.0, sees: true, ..Default::default() };
-        p.seen[SubjectKind::Pen as usize] = true;
-        p.tracks[SubjectKind::Pen as usize] = Some(View { distance: 1.0, bearing: 0.0 });
+        let mut p = seeing_a_pen(View { distance: 1.0, bearing: 0.0 });
         for _ in 0..5 {
             b.tick(&p);
         }
@@ -845,5 +847,44 @@ mod tests {
         assert!((b.net.get("Pen").unwrap().degree - 3.0 / 7.0).abs() < 1e-6);
         b.tick(&p);
         assert_eq!(b.leader(), None);
+    }
+
+    /// Names that look like further subject nodes: numbered copies past the eight slots become
+    /// plain nodes, odd numbers are no copies, a copy without its first node still works; the
+    /// network runs on them all.
+    #[test]
+    fn further_subject_nodes_by_name() {
+        use crate::scene::network::with_copy_of;
+        assert_eq!(SubjectKind::of_name("Pen 2"), Some((SubjectKind::Pen, 2)));
+        for name in ["Pen 1", "Pen 0", "Pen x", "Pen  2", "Pen 99999999999", "Pens 2", "pen 2"] {
+            assert_eq!(Role::of(name), Role::Plain, "{name}");
+        }
+        let mut s = crate::scene::network::default_network();
+        for i in 2..=9 {
+            s = with_copy_of(s, "Pen", &format!("Pen {i}"));
+        }
+        let bp = Blueprint::new(s.clone());
+        assert_eq!(bp.slots.len(), MAX_SUBJECTS);
+        assert_eq!(bp.instances(SubjectKind::Pen).count(), 1 + (MAX_SUBJECTS - 3));
+        assert_eq!(bp.roles[bp.catalog.id("Pen 9").unwrap()], Role::Plain, "past the eighth slot");
+        let mut b = Brain::new(Arc::new(bp), BrainParams::default());
+        let mut p = seeing_a_pen(View { distance: 1.0, bearing: 0.0 });
+        p.seen = [true; MAX_SUBJECTS];
+        p.tracks = [Some(View { distance: 1.0, bearing: 0.0 }); MAX_SUBJECTS];
+        for _ in 0..5 {
+            b.tick(&p);
+        }
+        b.net.check().unwrap();
+        assert!(b.net.get("Pen 6").is_some() && b.net.get("Pen 7").is_none());
+        // A copy whose first node the structure lacks.
+        s.collections[2].nodes.retain(|n| n != "Pen");
+        s.links.retain(|l| l.from != "Pen" && l.to != "Pen");
+        let bp = Blueprint::new(s);
+        assert_eq!(bp.subjects[SubjectKind::Pen as usize], None);
+        let mut b = Brain::new(Arc::new(bp), BrainParams::default());
+        for _ in 0..5 {
+            b.tick(&p);
+        }
+        assert_eq!(b.leader(), Some(SubjectKind::Pen), "Pen 2 leads");
     }
 }
