@@ -168,7 +168,7 @@ fn ports_text(net: &crate::control::network::Network, id: usize) -> String {
     let ports = net.ports(id);
     let link = |k: &usize| {
         let l = catalog.links[*k];
-        format!("{} -> {}  {}:{:.2}", catalog.names[l.from()], catalog.names[l.to()], l.kind.short(), l.weight)
+        format!("{} -> {}  {}:{:.2}", catalog.names[l.from], catalog.names[l.to], l.kind.short(), l.weight)
     };
     let mut out =
         format!("{}: input ports {}, output ports {}", catalog.names[id], ports.inputs.len(), ports.outputs.len());

@@ -46,18 +46,6 @@ pub struct CatalogLink {
     pub weight: f32,
 }
 
-impl CatalogLink {
-    /// The node it leaves (as [`Link::from`]).
-    pub fn from(&self) -> NodeId {
-        self.from
-    }
-
-    /// The node it enters.
-    pub fn to(&self) -> NodeId {
-        self.to
-    }
-}
-
 impl Catalog {
     /// Indexes a checked structure (see [`crate::scene::network::validate`]).
     pub fn new(structure: NetworkStructure) -> Self {
@@ -90,7 +78,7 @@ impl Catalog {
     /// The index in [`Catalog::links`] of the link from `from` to `to` (a checked structure has
     /// at most one).
     pub fn link_index(&self, from: NodeId, to: NodeId) -> Option<usize> {
-        self.links.iter().position(|l| l.from() == from && l.to() == to)
+        self.links.iter().position(|l| l.from == from && l.to == to)
     }
 
     /// The nodes of a collection, by its index.
@@ -280,7 +268,7 @@ impl Network {
         let catalog = Arc::clone(&net.catalog);
         for id in 0..n {
             for (k, l) in catalog.links.iter().enumerate() {
-                if l.from() == id && !catalog.dynamic[l.to()] {
+                if l.from == id && !catalog.dynamic[l.to] {
                     net.submit(k, id);
                 }
             }
@@ -315,7 +303,7 @@ impl Network {
         };
         let names = |r: &&ConnectionRequest| {
             let l = self.catalog.links[r.link];
-            l.from() == id || l.to() == id
+            l.from == id || l.to == id
         };
         Ports {
             inputs: ports(|l| l.to()),
@@ -388,8 +376,8 @@ impl Network {
         let catalog = Arc::clone(&self.catalog);
         for to in 0..self.nodes.len() {
             for l in catalog.links.iter() {
-                if l.to() == to && self.nodes[l.from()].is_some() && self.nodes[to].is_some() {
-                    self.links.push(Link::new(l.from(), to, l.kind, l.weight));
+                if l.to == to && self.nodes[l.from].is_some() && self.nodes[to].is_some() {
+                    self.links.push(Link::new(l.from, to, l.kind, l.weight));
                 }
             }
         }
@@ -414,7 +402,7 @@ impl Network {
     /// Whether link `k` is connected or asked for.
     fn requested(&self, k: usize) -> bool {
         let c = self.catalog.links[k];
-        self.links.iter().any(|l| l.from() == c.from() && l.to() == c.to()) || self.requests.iter().any(|r| r.link == k)
+        self.links.iter().any(|l| l.from() == c.from && l.to() == c.to) || self.requests.iter().any(|r| r.link == k)
     }
 
     /// Node `asker` submits the request for link `k` (once) to the manager of the link's other
@@ -426,11 +414,11 @@ impl Network {
             return;
         }
         let l = self.catalog.links[k];
-        let other = if asker == l.from() { l.to() } else { l.from() };
+        let other = if asker == l.from { l.to } else { l.from };
         if self.nodes[other].is_some() {
             self.count(other, |m| m.forwarded += 1);
             self.requests.push(ConnectionRequest { link: k });
-        } else if self.catalog.dynamic[other] && other == l.to() {
+        } else if self.catalog.dynamic[other] && other == l.to {
             self.count(other, |m| m.created_for += 1);
             self.requests.push(ConnectionRequest { link: k });
             self.create(other);
@@ -449,12 +437,12 @@ impl Network {
         }
         let catalog = Arc::clone(&self.catalog);
         for (k, l) in catalog.links.iter().enumerate() {
-            if l.to() == id && self.nodes[l.from()].is_some() {
+            if l.to == id && self.nodes[l.from].is_some() {
                 self.submit(k, id);
             }
         }
         for (k, l) in catalog.links.iter().enumerate() {
-            if l.from() == id {
+            if l.from == id {
                 self.submit(k, id);
             }
         }
@@ -529,8 +517,8 @@ impl Network {
             }
             for r in &requests {
                 let l = self.catalog.links[r.link];
-                if l.to() == id && self.nodes[l.from()].is_some() && self.nodes[id].is_some() {
-                    merged.push(Link::new(l.from(), id, l.kind, l.weight));
+                if l.to == id && self.nodes[l.from].is_some() && self.nodes[id].is_some() {
+                    merged.push(Link::new(l.from, id, l.kind, l.weight));
                 }
             }
         }
@@ -610,7 +598,7 @@ impl Network {
         }
         if let Some(r) = self.requests.first() {
             let l = self.catalog.links[r.link];
-            return Err(format!("the request {} -> {} is not checked yet", self.name(l.from()), self.name(l.to())));
+            return Err(format!("the request {} -> {} is not checked yet", self.name(l.from), self.name(l.to)));
         }
         for (id, _) in self.nodes() {
             if self.catalog.dynamic[id] && !self.links.iter().any(|l| l.to() == id) {
@@ -820,7 +808,7 @@ mod tests {
         let ends = |ks: &[usize]| -> Vec<String> {
             ks.iter()
                 .map(|&k| net.catalog().links[k])
-                .map(|l| format!("{}>{}", net.name(l.from()), net.name(l.to())))
+                .map(|l| format!("{}>{}", net.name(l.from), net.name(l.to)))
                 .collect()
         };
         let ports = net.ports(pen);
