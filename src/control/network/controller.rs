@@ -35,6 +35,9 @@ use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crate::world::{Boxed, Held, Seeable, SpatialIndex, Station, groups};
 
+/// A kind's subject slots, on the stack (walked while the controller changes).
+type Slots = SmallVec<[usize; MAX_SUBJECTS]>;
+
 /// Steps between repeated claims on the same pen.
 pub const CLAIM_PERIOD: u64 = 50;
 /// A claim not repeated for this many steps has lapsed.
@@ -189,11 +192,8 @@ impl NetworkController {
         fresh: bool,
     ) -> bool {
         let mut yielded = false;
-        for slot in 0..self.tracked.len() {
-            let (of, node) = self.brain.blueprint.slots[slot];
-            if of == kind && node.is_some() {
-                yielded |= self.choose_one(kind, slot, seen, pose, me, now, fresh);
-            }
+        for slot in self.brain.blueprint.instances(kind).collect::<Slots>() {
+            yielded |= self.choose_one(kind, slot, seen, pose, me, now, fresh);
         }
         yielded
     }
@@ -278,8 +278,9 @@ impl NetworkController {
 
     /// The battery level the way to the nearest station needs, with a margin of
     /// [`RESERVE_FACTOR`]: at `energy_per_metre` units per metre of `capacity`.
-    pub fn reserve(&mut self, position: Vec2, energy_per_metre: f32, capacity: f32) -> f32 {
-        self.station_distance(position).map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
+    /// `station` is the length of the way there ([`Self::station_distance`]).
+    pub fn reserve(station: Option<f32>, energy_per_metre: f32, capacity: f32) -> f32 {
+        station.map_or(0.0, |d| RESERVE_FACTOR * d * energy_per_metre / capacity.max(1e-6))
     }
 
     /// The length of the way from `position` to the nearest charging station, if there is one.
@@ -478,9 +479,8 @@ pub(in crate::control) fn think<'w>(
             _ => None,
         });
         nc.hear_claims(heard, now);
-        for slot in 0..nc.tracked.len() {
-            let pen = nc.brain.blueprint.slots[slot].0 == SubjectKind::Pen;
-            if pen && nc.tracked[slot].as_ref().is_some_and(|t| held.get(t.entity).is_ok_and(|h| h.by != entity)) {
+        for slot in nc.brain.blueprint.instances(SubjectKind::Pen).collect::<Slots>() {
+            if nc.tracked[slot].as_ref().is_some_and(|t| held.get(t.entity).is_ok_and(|h| h.by != entity)) {
                 nc.pen_taken_by_another(slot);
             }
         }
@@ -539,7 +539,7 @@ pub(in crate::control) fn think<'w>(
             tracks[slot] = camera.or_else(known).map(|at| view_of(pos, heading, at));
         }
         let percepts = Percepts {
-            reserve: nc.reserve(pos, energy_per_metre, battery.capacity),
+            reserve: NetworkController::reserve(station, energy_per_metre, battery.capacity),
             power: power.level,
             on_station: power.charging,
             holding,
@@ -772,7 +772,7 @@ mod tests {
         // The reserve: twice the way to the station, at 0.5 units per metre of 20.
         let d = nc.stations.distance(at).unwrap();
         assert_eq!(nc.station_distance(at), Some(d));
-        assert!((nc.reserve(at, 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
+        assert!((NetworkController::reserve(Some(d), 0.5, 20.0) - 2.0 * d * 0.5 / 20.0).abs() < 1e-6);
     }
 
     /// A structure with a second Pen node ("Pen 2"): the Camera tracks the two nearest pens, one

@@ -129,8 +129,6 @@ impl Role {
 pub struct Blueprint {
     pub catalog: Arc<Catalog>,
     pub roles: Vec<Role>,
-    /// The (first) node of each subject kind, if the structure has one.
-    pub subjects: [Option<NodeId>; 3],
     /// Each subject slot's kind and node (slots 0–2 the first of each kind, absent where the
     /// structure has none; then the further nodes of a kind, in node order).
     pub slots: Vec<(SubjectKind, Option<NodeId>)>,
@@ -175,7 +173,6 @@ impl Blueprint {
             })
             .collect();
         Self {
-            subjects: SubjectKind::ALL.map(|k| slots[k as usize].1),
             mover: find(&roles, Role::Move),
             speed: find(&roles, Role::Speed),
             angle: find(&roles, Role::Angle),
@@ -185,6 +182,11 @@ impl Blueprint {
             roles,
             catalog: Arc::new(catalog),
         }
+    }
+
+    /// The first node of a subject kind (its slot is the kind's), if the structure has one.
+    pub fn subject(&self, kind: SubjectKind) -> Option<NodeId> {
+        self.slots[kind as usize].1
     }
 
     /// The slots of a kind's subject nodes, the first node's first.
@@ -297,15 +299,18 @@ pub struct Outputs {
 pub struct SubjectRequest {
     by: Option<u16>,
     node: u16,
-    /// Create (true) or remove (false).
-    pub create: bool,
 }
 
 impl SubjectRequest {
     /// A request for `node`, to create it (sent by `by`) or, with `by` `None`, to remove it.
     pub fn new(by: Option<NodeId>, node: NodeId) -> Self {
         let id = |n: NodeId| u16::try_from(n).unwrap_or(u16::MAX);
-        Self { by: by.map(id), node: id(node), create: by.is_some() }
+        Self { by: by.map(id), node: id(node) }
+    }
+
+    /// A creating request (sent by a node), or a removal.
+    pub fn create(&self) -> bool {
+        self.by.is_some()
     }
 
     /// The node that sent a creating request (the first in node order that asks); `None` for a
@@ -323,9 +328,9 @@ impl SubjectRequest {
 /// What a robot's network leads with: the input of Move that commands the motion.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Lead {
-    /// A subject with a track: go to its object (the subject's kind and slot, where the object
-    /// is, whether the robot is at it).
-    Subject(SubjectKind, u8, View, bool),
+    /// A subject with a track: go to its object (the subject's kind, where the object is,
+    /// whether the robot is at it).
+    Subject(SubjectKind, View, bool),
     /// A search or obstacle node: its own command (linear, angular).
     Steer(f32, f32),
 }
@@ -338,8 +343,6 @@ pub struct Brain {
     pub params: BrainParams,
     /// The charging task is on.
     pub charging: bool,
-    /// The subject that led Move in the last tick, with its slot.
-    leader: Option<(SubjectKind, u8)>,
     /// The node that led Move in the last tick (a subject, the search or an obstacle).
     pub leading_node: Option<NodeId>,
     /// The latest creating-node and removal requests the static nodes sent (applied at the tick
@@ -403,7 +406,6 @@ impl Brain {
             blueprint,
             params,
             charging: false,
-            leader: None,
             leading_node: None,
             sent: Vec::new(),
             sent_at: 0,
@@ -413,7 +415,7 @@ impl Brain {
 
     /// Whether the subject node of a kind exists.
     pub fn has_subject(&self, kind: SubjectKind) -> bool {
-        self.blueprint.subjects[kind as usize].is_some_and(|id| self.net.node(id).is_some())
+        self.blueprint.subject(kind).is_some_and(|id| self.net.node(id).is_some())
     }
 
     /// One tick of the network on this tick's readings: the queued creations and removals are
@@ -437,10 +439,6 @@ impl Brain {
             }
             unit(role, mean, inputs, p, &params, charging, &bp.roles)
         });
-        self.leader = match lead {
-            Some((_, Lead::Subject(k, slot, ..))) => Some((k, slot)),
-            _ => None,
-        };
         self.leading_node = lead.map(|(id, _)| id);
         let level = |id: Option<NodeId>| match id.and_then(|i| self.net.node(i)).map(|n| n.signal) {
             Some(Signal::Level(x)) => Some(x),
@@ -467,7 +465,7 @@ impl Brain {
                 (None, true) => SubjectRequest::new(None, node),
                 _ => continue,
             };
-            if request.create {
+            if request.create() {
                 self.net.perceive(node);
             } else {
                 self.net.forget(node);
@@ -481,14 +479,23 @@ impl Brain {
         }
     }
 
+    /// The subject that led the control nodes (Move) in the last tick, if one did: its kind and
+    /// slot.
+    fn leading_subject(&self) -> Option<(SubjectKind, usize)> {
+        match self.blueprint.roles[self.leading_node?] {
+            Role::Subject(kind, slot) => Some((kind, usize::from(slot))),
+            _ => None,
+        }
+    }
+
     /// The kind of subject that led the control nodes (Move) in the last tick, if any.
     pub fn leader(&self) -> Option<SubjectKind> {
-        self.leader.map(|(k, _)| k)
+        self.leading_subject().map(|(k, _)| k)
     }
 
     /// The slot of the subject that led Move in the last tick, if any.
     pub fn leading_slot(&self) -> Option<usize> {
-        self.leader.map(|(_, slot)| usize::from(slot))
+        self.leading_subject().map(|(_, slot)| slot)
     }
 }
 
@@ -501,8 +508,8 @@ pub fn leading(inputs: &[Input], roles: &[Role], lead: f32) -> Option<(NodeId, L
     for i in inputs {
         let strength = i.weight * i.degree;
         let candidate = match (roles[i.from], i.signal) {
-            (Role::Subject(k, slot), Signal::Track { distance, bearing, at }) if strength >= lead => {
-                Lead::Subject(k, slot, View { distance, bearing }, at)
+            (Role::Subject(k, _), Signal::Track { distance, bearing, at }) if strength >= lead => {
+                Lead::Subject(k, View { distance, bearing }, at)
             }
             (Role::Search | Role::Obstacle, Signal::Steer { speed, turn }) if strength > 0.0 => {
                 Lead::Steer(speed, turn)
@@ -533,14 +540,14 @@ pub fn control_unit(role: Role, mean: f32, lead: Option<Lead>, params: &BrainPar
         return (mean, Signal::None);
     };
     let level = match (role, lead) {
-        (Role::Move, Lead::Subject(_, _, view, at)) => approach_speed(view, at, params),
+        (Role::Move, Lead::Subject(_, view, at)) => approach_speed(view, at, params),
         // On the station it stays put; at a pen or box it still faces it.
-        (Role::Turn, Lead::Subject(SubjectKind::Station, _, _, true)) => 0.0,
-        (Role::Turn, Lead::Subject(_, _, view, _)) => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
+        (Role::Turn, Lead::Subject(SubjectKind::Station, _, true)) => 0.0,
+        (Role::Turn, Lead::Subject(_, view, _)) => (params.turn_gain * view.bearing).clamp(-1.0, 1.0),
         (Role::Move, Lead::Steer(speed, _)) => speed,
         (Role::Turn, Lead::Steer(_, turn)) => turn,
-        (_, Lead::Subject(SubjectKind::Pen, _, _, true)) => 1.0,
-        (_, Lead::Subject(SubjectKind::Box, _, _, true)) => -1.0,
+        (_, Lead::Subject(SubjectKind::Pen, _, true)) => 1.0,
+        (_, Lead::Subject(SubjectKind::Box, _, true)) => -1.0,
         _ => 0.0,
     };
     (mean, Signal::Level(level))
@@ -699,7 +706,7 @@ mod tests {
         let mut b = seed_brain();
         let mut p = seeing_a_pen(View { distance: 1.0, bearing: 0.2 });
         let camera = b.net.catalog().id("Camera");
-        let pen = b.blueprint.subjects[SubjectKind::Pen as usize].unwrap();
+        let pen = b.blueprint.subject(SubjectKind::Pen).unwrap();
         b.tick(&p);
         assert_eq!((b.sent_at, &b.sent[..]), (1, &[SubjectRequest::new(camera, pen)][..]));
         assert!(!b.has_subject(SubjectKind::Pen), "applied at the next tick");
@@ -880,7 +887,7 @@ mod tests {
         s.collections[2].nodes.retain(|n| n != "Pen");
         s.links.retain(|l| l.from != "Pen" && l.to != "Pen");
         let bp = Blueprint::new(s);
-        assert_eq!(bp.subjects[SubjectKind::Pen as usize], None);
+        assert_eq!(bp.subject(SubjectKind::Pen), None);
         let mut b = Brain::new(Arc::new(bp), BrainParams::default());
         for _ in 0..5 {
             b.tick(&p);
