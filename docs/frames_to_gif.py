@@ -24,12 +24,19 @@ def main():
     p.add_argument("--fps", type=float, default=8.0)
     p.add_argument("--colors", type=int, default=48)
     a = p.parse_args()
+    if a.crop and not (0 <= a.crop[0] < a.crop[2] and 0 <= a.crop[1] < a.crop[3]):
+        sys.exit(f"frames_to_gif: --crop {' '.join(map(str, a.crop))}: need 0 <= X0 < X1 and 0 <= Y0 < Y1")
+    if a.width < 1 or a.fps <= 0 or not 2 <= a.colors <= 256:
+        sys.exit("frames_to_gif: --width must be at least 1, --fps above 0, --colors 2 to 256")
     paths = sorted(glob.glob(os.path.join(a.frames, "frame-*.png")))
     if not paths:
         sys.exit(f"frames_to_gif: no frame-*.png in {a.frames}")
     frames = []
     for path in paths:
-        im = Image.open(path).convert("RGB")
+        try:
+            im = Image.open(path).convert("RGB")
+        except OSError as e:
+            sys.exit(f"frames_to_gif: {path}: {e}")
         if a.crop:
             im = im.crop(tuple(a.crop))
         height = round(im.height * a.width / im.width)
