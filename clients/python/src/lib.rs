@@ -15,6 +15,9 @@ use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
 use crsim::vecenv::observe::Part;
 use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// E worlds of one scene, stepped together.
 #[pyclass(module = "crsim._native")]
 struct Worlds {
