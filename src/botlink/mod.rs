@@ -298,6 +298,10 @@ pub(super) fn plugin(app: &mut App) {
                 (watchdog, announce_renamed).chain().in_set(SimSystems::Record),
             ),
         );
+    // Polling UDP and its watchdog are for robots driven from outside over UDP: a world whose
+    // robots are all driven inside the process (an environment's) drops them.
+    crate::sim::add_optional_systems(app, FixedUpdate, udp::receive, udp::in_use);
+    crate::sim::add_optional_systems(app, FixedUpdate, watchdog, crate::sim::any_with::<udp::UdpEndpoint>);
 }
 
 /// Every robot gets its link when it is added; an external robot also its UDP port.

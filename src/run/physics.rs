@@ -82,6 +82,7 @@ pub(super) fn plugin(app: &mut App) {
         debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
     }
     super::physics_step::plugin(app);
+    add_unused_rapier_systems(app);
     // Bodies spawned other than through `init_body` get one too: their first push then puts
     // their pose into rapier again.
     app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
@@ -99,6 +100,25 @@ pub(super) fn plugin(app: &mut App) {
             step_kinematic.in_set(PhysicsSet::StepSimulation).run_if(crate::scene::kinematic),
         ),
     );
+}
+
+/// bevy_rapier's systems for what crsim's scenes do not hold — joints, character controllers,
+/// initial impulses, read-back mass properties, sets of colliding entities, bodies under a
+/// parent — registered as optional: the app keeps them, an environment's world drops them
+/// ([`crate::sim::drop_unused_systems`]), a few system runs less a step.
+fn add_unused_rapier_systems(app: &mut App) {
+    use crate::sim::{add_optional_systems, any_with};
+    use bevy_rapier2d::plugin::systems as rapier;
+    fn joints(world: &mut World) -> bool {
+        any_with::<ImpulseJoint>(world) || any_with::<MultibodyJoint>(world)
+    }
+    add_optional_systems(app, FixedUpdate, rapier::update_character_controls, any_with::<KinematicCharacterController>);
+    add_optional_systems(app, FixedUpdate, rapier::init_joints, joints);
+    add_optional_systems(app, FixedUpdate, rapier::apply_joint_user_changes, joints);
+    add_optional_systems(app, FixedUpdate, apply_initial_rigid_body_impulses, any_with::<ExternalImpulse>);
+    add_optional_systems(app, FixedUpdate, rapier::writeback_mass_properties, any_with::<ReadMassProperties>);
+    add_optional_systems(app, FixedUpdate, rapier::update_colliding_entities, any_with::<CollidingEntities>);
+    add_optional_systems(app, FixedUpdate, rapier::on_add_entity_with_parent, any_with::<ChildOf>);
 }
 
 type KinematicBodies<'w, 's> = Query<

