@@ -8,8 +8,8 @@
 //!   runs in two parts ([`crate::sim::StepPart`]): the rest of the current step with the actions,
 //!   then the next step's sense stage, so a world observes what a program in lock-step reads and
 //!   its trajectory is the one the program server gives for the same actions.
-//! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads of its own, a share
-//!   of the worlds each (a world's own passes stay on one thread: many small worlds want their
+//! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads (the caller's and a
+//!   pool of its own, kept from step to step), a share of the worlds each (a world's own passes stay on one thread: many small worlds want their
 //!   parallelism across worlds). Which thread runs a world changes nothing in it.
 //! - Episodes reset automatically in Gymnasium 1.x's next-step mode: the step after a world's
 //!   episode ended resets it instead of stepping it, returning the first observation of the new
@@ -20,6 +20,8 @@ pub mod observe;
 pub mod world;
 
 pub use world::{ACTION_SIZE, Counts, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+
+use bevy::tasks::{TaskPool, TaskPoolBuilder};
 
 /// The most worlds one environment holds: a world is about 2 MB, so more than this would ask for
 /// more memory than a workstation has (an error says so instead of the allocator failing).
@@ -35,6 +37,9 @@ pub struct VecWorlds {
     /// Worlds whose episode ended at the last step (reset by the next one).
     ended: Vec<bool>,
     threads: usize,
+    /// The threads besides the caller's that step the worlds, made at the first step that needs
+    /// them and kept: a thread started for every step cost more than stepping 16 small worlds.
+    pool: Option<TaskPool>,
     obs_len: usize,
     robots: usize,
     /// (E, values of every robot's observation), flat.
@@ -109,6 +114,7 @@ impl VecWorlds {
             seeds: seeds.iter().map(|s| s.wrapping_add(1)).collect(),
             ended: vec![false; e],
             threads: threads.max(1),
+            pool: None,
             obs_len,
             robots,
             observations: vec![0.0; e * obs_len],
@@ -274,11 +280,21 @@ impl VecWorlds {
         if self.threads == 1 || e == 1 {
             return work.flat_map(run).collect();
         }
+        let threads = self.threads;
+        let pool = self.pool.get_or_insert_with(|| {
+            TaskPoolBuilder::new().num_threads(threads - 1).thread_name("crsim worlds".into()).build()
+        });
+        // The caller's thread takes shares too while it waits; results come in the order the
+        // shares were spawned, and a panic in one is raised again here.
         let run = &run;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = work.map(|part| s.spawn(move || run(part))).collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        pool.scope(|s| {
+            for part in work {
+                s.spawn(async move { run(part) });
+            }
         })
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 
@@ -356,6 +372,28 @@ mod tests {
             vec![alone[1].clone(), alone[1].clone(), alone[0].clone(), alone[2].clone(), alone[2].clone()]
         );
         assert_ne!(alone[0], alone[1], "other seeds and actions, other trajectories");
+    }
+
+    /// The worlds' threads are kept from step to step; a panic in one thread's share comes back
+    /// to the caller (the Python module makes it an exception), and the worlds step on after it.
+    #[test]
+    fn a_panic_in_a_share_reaches_the_caller_and_the_pool_steps_on() {
+        let mut v = VecWorlds::new(spec(3), &[1, 2, 3, 4], 2).unwrap();
+        let still = [0.0f32; 4 * 2 * ACTION_SIZE];
+        v.step(&still).unwrap();
+        assert!(v.pool.is_some(), "the pool is made at the first step on two threads");
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            v.for_each_world(|_, i, _, _| {
+                if i == 3 {
+                    panic!("world {i} broke")
+                }
+            })
+        }));
+        let payload = caught.expect_err("the panic is raised on the caller");
+        assert_eq!(payload.downcast_ref::<String>().map(String::as_str), Some("world 3 broke"));
+        let steps = v.episode_steps();
+        v.step(&still).unwrap();
+        assert_eq!(v.episode_steps(), steps.iter().map(|s| s + 1).collect::<Vec<_>>());
     }
 
     #[test]
