@@ -21,7 +21,8 @@ pub fn add_optional_systems<M>(app: &mut App, schedule: impl ScheduleLabel, set:
 }
 
 /// Drops from `world`'s schedules the optional systems it does not use now, for a world that
-/// will hold nothing new; how many systems went.
+/// will hold nothing new; how many systems went. What remains keeps its order: an ordering that
+/// ran through a dropped system (`a` before it, it before `b`) becomes `a` before `b`.
 pub fn drop_unused_systems(world: &mut World) -> usize {
     let Some(optional) = world.remove_resource::<OptionalSystems>() else { return 0 };
     let unused: Vec<_> = optional.0.iter().filter(|(_, _, in_use)| !in_use(world)).copied().collect();
