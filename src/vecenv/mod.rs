@@ -39,7 +39,7 @@ pub struct VecWorlds {
     threads: usize,
     /// The threads besides the caller's that step the worlds, made at the first step that needs
     /// them and kept: a thread started for every step cost more than stepping 16 small worlds.
-    pool: Option<TaskPool>,
+    pool: Option<Pool>,
     obs_len: usize,
     robots: usize,
     /// (E, values of every robot's observation), flat.
@@ -281,9 +281,7 @@ impl VecWorlds {
             return work.flat_map(run).collect();
         }
         let threads = self.threads;
-        let pool = self.pool.get_or_insert_with(|| {
-            TaskPoolBuilder::new().num_threads(threads - 1).thread_name("crsim worlds".into()).build()
-        });
+        let pool = Pool::of_this_process(&mut self.pool, threads - 1);
         // The caller's thread takes shares too while it waits; results come in the order the
         // shares were spawned, and a panic in one is raised again here.
         let run = &run;
@@ -295,6 +293,38 @@ impl VecWorlds {
         .into_iter()
         .flatten()
         .collect()
+    }
+}
+
+/// The worlds' threads, with the process that made them. A process forked from the one that made
+/// them (Python's multiprocessing, a fork server) has none of them: it makes its own, and leaves
+/// the copy it inherited alone rather than wait for threads that are not there.
+struct Pool {
+    process: u32,
+    threads: TaskPool,
+}
+
+impl Pool {
+    /// `slot`'s pool if this process made it, else a new one of `workers` threads.
+    fn of_this_process(slot: &mut Option<Pool>, workers: usize) -> &TaskPool {
+        let here = std::process::id();
+        if let Some(inherited) = slot.take_if(|p| p.process != here) {
+            std::mem::forget(inherited);
+        }
+        let pool = slot.get_or_insert_with(|| Pool {
+            process: here,
+            threads: TaskPoolBuilder::new().num_threads(workers).thread_name("crsim worlds".into()).build(),
+        });
+        &pool.threads
+    }
+}
+
+impl Drop for VecWorlds {
+    fn drop(&mut self) {
+        // Dropping a pool joins its threads: only the process that made them can.
+        if let Some(inherited) = self.pool.take_if(|p| p.process != std::process::id()) {
+            std::mem::forget(inherited);
+        }
     }
 }
 

@@ -49,6 +49,43 @@ def test_a_worlds_trajectory_does_not_depend_on_the_batch_its_place_or_the_threa
     assert len(set(alone.values())) == 3
 
 
+def test_a_forked_process_steps_and_closes_the_worlds_it_inherited():
+    """The worlds' threads are kept from step to step; a process forked after they were made
+    (multiprocessing's fork) has none of them, and steps and closes its copy all the same."""
+    import os
+    import time
+
+    env = VecEnv(PENS, num_envs=4, seeds=[1, 2, 3, 4], threads=2, programs=["alpha"], max_steps=10**6)
+    a = constant(env)
+    env.step(a)  # the threads are made
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            for _ in range(20):
+                env.step(a)
+            os.write(write, json.dumps(env.hashes).encode())
+            env.close()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    for _ in range(20):
+        env.step(a)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        pytest.fail("the forked process hung on the worlds it inherited")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    with os.fdopen(read) as r:
+        assert json.loads(r.read()) == env.hashes, "the child's worlds went where the parent's did"
+    env.close()
+
+
 def test_a_world_gives_the_trajectory_of_a_program_sending_the_same_actions_over_tcp(run, tmp_path):
     steps = 300
     sim = run(PENS, programs=["alpha"], steps=steps)
