@@ -325,13 +325,13 @@ fn read_update_all(
     Some(driven)
 }
 
-/// Polls every socket once per step; in lock-step, takes one packet of each robot and waits for
-/// those of online controllers (see [`UdpLockstep`]).
 /// Whether a world has anything to poll: a robot's UDP endpoint or the update-all socket.
 pub(super) fn in_use(world: &mut World) -> bool {
     world.resource::<UpdateAllSocket>().socket.is_some() || crate::sim::any_with::<UdpEndpoint>(world)
 }
 
+/// Polls every socket once per step; in lock-step, takes one packet of each robot and waits for
+/// those of online controllers (see [`UdpLockstep`]).
 pub(super) fn receive(
     mut commands: Commands,
     time: Res<SimTime>,

@@ -82,7 +82,7 @@ pub(super) fn plugin(app: &mut App) {
         debug_assert_eq!(system.ok(), Some(1), "bevy_rapier's body {name}");
     }
     super::physics_step::plugin(app);
-    add_unused_rapier_systems(app);
+    add_optional_rapier_systems(app);
     // Bodies spawned other than through `init_body` get one too: their first push then puts
     // their pose into rapier again.
     app.register_required_components_with::<RigidBody, WrittenPose>(|| WrittenPose(GlobalTransform::IDENTITY));
@@ -106,7 +106,7 @@ pub(super) fn plugin(app: &mut App) {
 /// initial impulses, read-back mass properties, sets of colliding entities, bodies under a
 /// parent — registered as optional: the app keeps them, an environment's world drops them
 /// ([`crate::sim::drop_unused_systems`]), a few system runs less a step.
-fn add_unused_rapier_systems(app: &mut App) {
+fn add_optional_rapier_systems(app: &mut App) {
     use crate::sim::{add_optional_systems, any_with};
     use bevy_rapier2d::plugin::systems as rapier;
     fn joints(world: &mut World) -> bool {
