@@ -9,8 +9,9 @@
 //!   then the next step's sense stage, so a world observes what a program in lock-step reads and
 //!   its trajectory is the one the program server gives for the same actions.
 //! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads (the caller's and a
-//!   pool of its own, kept from step to step), a share of the worlds each (a world's own passes stay on one thread: many small worlds want their
-//!   parallelism across worlds). Which thread runs a world changes nothing in it.
+//!   pool of its own, kept from step to step), a share of the worlds each (a world's own passes
+//!   stay on one thread: many small worlds want their parallelism across worlds). Which thread
+//!   runs a world changes nothing in it.
 //! - Episodes reset automatically in Gymnasium 1.x's next-step mode: the step after a world's
 //!   episode ended resets it instead of stepping it, returning the first observation of the new
 //!   episode with zero reward and neither terminated nor truncated.
@@ -20,6 +21,8 @@ pub mod observe;
 pub mod world;
 
 pub use world::{ACTION_SIZE, Counts, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+
+use std::mem::ManuallyDrop;
 
 use bevy::tasks::{TaskPool, TaskPoolBuilder};
 
@@ -301,29 +304,32 @@ impl VecWorlds {
 /// the copy it inherited alone rather than wait for threads that are not there.
 struct Pool {
     process: u32,
-    threads: TaskPool,
+    threads: ManuallyDrop<TaskPool>,
 }
 
 impl Pool {
     /// `slot`'s pool if this process made it, else a new one of `workers` threads.
     fn of_this_process(slot: &mut Option<Pool>, workers: usize) -> &TaskPool {
         let here = std::process::id();
-        if let Some(inherited) = slot.take_if(|p| p.process != here) {
-            std::mem::forget(inherited);
+        if slot.as_ref().is_some_and(|p| p.process != here) {
+            *slot = None;
         }
         let pool = slot.get_or_insert_with(|| Pool {
             process: here,
-            threads: TaskPoolBuilder::new().num_threads(workers).thread_name("crsim worlds".into()).build(),
+            threads: ManuallyDrop::new(
+                TaskPoolBuilder::new().num_threads(workers).thread_name("crsim worlds".into()).build(),
+            ),
         });
         &pool.threads
     }
 }
 
-impl Drop for VecWorlds {
+impl Drop for Pool {
+    /// Dropping a task pool joins its threads: only the process that made them can.
     fn drop(&mut self) {
-        // Dropping a pool joins its threads: only the process that made them can.
-        if let Some(inherited) = self.pool.take_if(|p| p.process != std::process::id()) {
-            std::mem::forget(inherited);
+        if self.process == std::process::id() {
+            // SAFETY: dropped once, here, and never used after.
+            unsafe { ManuallyDrop::drop(&mut self.threads) }
         }
     }
 }
