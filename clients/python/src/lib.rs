@@ -15,6 +15,8 @@ use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
 use crsim::vecenv::observe::Part;
 use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
 
+/// The worlds' many small allocations through mimalloc: about 15% more steps a second at 256
+/// worlds than the system allocator (docs/programs.md, "How fast").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
