@@ -15,7 +15,7 @@ use crate::run::headless::headless_app_with;
 use crate::run::until::Until;
 use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
 use crate::scene::{PendingScene, SceneSource};
-use crate::sim::{Passes, SimTime, TrajectoryHash, drop_unused_systems, run_rest_part, run_sense_part};
+use crate::sim::{Passes, SimTime, StepSchedules, TrajectoryHash, drop_unused_systems};
 use crate::world::Arena;
 
 /// Values of one robot's action: linear and angular speed as fractions of its maxima (clamped
@@ -221,6 +221,8 @@ struct Driven {
 /// One world of an environment.
 pub struct EnvWorld {
     world: World,
+    /// The world's fixed schedules, held out of it between resets.
+    schedules: Option<StepSchedules>,
     /// What observations read, kept: a query made anew scans every archetype.
     observed: Option<QueryState<ObservedItem<'static>>>,
     /// A robot's whole observation, before the parts the environment observes are taken.
@@ -247,6 +249,7 @@ impl EnvWorld {
         drop_unused_systems(&mut world);
         let mut env = EnvWorld {
             world,
+            schedules: None,
             observed: None,
             full: Vec::new(),
             spec: spec.clone(),
@@ -262,6 +265,9 @@ impl EnvWorld {
         let mut scene = self.spec.scene.clone();
         scene.seed = seed;
         self.world.resource_mut::<PendingScene>().request(scene, self.spec.source.clone());
+        if let Some(schedules) = self.schedules.take() {
+            schedules.put_back(&mut self.world);
+        }
         // The main schedule loads the scene (no step runs: the clock has none queued).
         self.world.run_schedule(Main);
         self.start_episode()
@@ -292,7 +298,8 @@ impl EnvWorld {
         }
         self.robots = found;
         self.episode_steps = 0;
-        run_sense_part(&mut self.world);
+        let world = &mut self.world;
+        self.schedules.get_or_insert_with(|| StepSchedules::take(world)).run_sense(world);
         for i in 0..self.robots.len() {
             self.robots[i].counts = self.counts(i);
         }
@@ -309,8 +316,10 @@ impl EnvWorld {
                 program.set_action(action);
             }
         }
-        run_rest_part(&mut self.world);
-        run_sense_part(&mut self.world);
+        let world = &mut self.world;
+        let schedules = self.schedules.get_or_insert_with(|| StepSchedules::take(world));
+        schedules.run_rest(world);
+        schedules.run_sense(world);
         self.episode_steps += 1;
         let done = self.spec.until.is_some_and(|u| u.reached(&mut self.world));
         let truncated = self.episode_steps >= self.spec.max_steps;

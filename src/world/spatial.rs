@@ -192,7 +192,7 @@ pub struct Block {
 impl Block {
     /// `p` in the rectangle's own frame.
     #[inline]
-    fn local(&self, p: Vec2) -> Vec2 {
+    pub fn local(&self, p: Vec2) -> Vec2 {
         let d = p - self.center;
         Vec2::new(d.dot(self.axis), d.dot(self.axis.perp()))
     }
@@ -241,7 +241,13 @@ impl Block {
     /// Where a ray from `origin` along the unit `dir` first meets the solid rectangle, within
     /// `max` metres: 0 from inside.
     pub fn ray(&self, origin: Vec2, dir: Vec2, max: f32) -> Option<f32> {
-        let o = self.local(origin);
+        self.ray_from_local(self.local(origin), dir, max)
+    }
+
+    /// [`Block::ray`] from the origin in the rectangle's own frame ([`Block::local`]), for many
+    /// rays from one origin.
+    #[inline]
+    pub fn ray_from_local(&self, o: Vec2, dir: Vec2, max: f32) -> Option<f32> {
         let d = Vec2::new(dir.dot(self.axis), dir.dot(self.axis.perp()));
         let (mut t0, mut t1) = (0.0f32, max);
         for (o, d, h) in [(o.x, d.x, self.half.x), (o.y, d.y, self.half.y)] {
