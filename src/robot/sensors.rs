@@ -451,6 +451,7 @@ pub fn range_scan(
     // reading so far as its limit), whatever order the bodies are tested in; the beams a body
     // cannot meet are skipped by tests that never skip one it meets (see `beams_toward`).
     let reach = range * (1.0 + 1e-4) + 1e-4;
+    let fan = Fan { from: heading + first, step, last: sensor.rays.saturating_sub(1) as usize, reach };
     for &b in blocks.iter() {
         let block = &index.blocks[b as usize];
         if !block.groups.memberships.intersects(solid) {
@@ -485,7 +486,7 @@ pub fn range_scan(
                 out[k] = t;
             }
         };
-        match beams_toward(pos, heading, d.pos, d.radius, sensor, reach) {
+        match fan.beams_toward(pos, d.pos, d.radius) {
             Beams::None => {}
             Beams::All => (0..dirs.len()).for_each(&mut hit),
             Beams::Some(ranges) => ranges.into_iter().flatten().for_each(&mut hit),
@@ -507,50 +508,62 @@ enum Beams {
 /// [`angle_of`] is below 1e-6.
 const BEAM_MARGIN: f32 = 1e-3;
 
-fn beams_toward(pos: Vec2, heading: f32, center: Vec2, radius: f32, sensor: &RangeSensor, reach: f32) -> Beams {
-    let to = center - pos;
-    let d2 = to.length_squared();
-    let (first, step) = sensor.angles();
-    if d2 <= radius * radius * (1.0 + 1e-3) || sensor.rays <= 1 || step <= 0.0 {
-        // From inside (or nearly), or a single beam: test every beam.
-        return Beams::All;
-    }
-    let d = d2.sqrt();
-    if d - radius > reach {
-        return Beams::None;
-    }
-    // The half-width asin(r/d) is below its tangent, r / sqrt(d² - r²).
-    let s = radius / d;
-    let half = if s < 0.99 { s / (1.0 - s * s).sqrt() } else { std::f32::consts::PI };
-    let half = half + BEAM_MARGIN;
-    if half >= std::f32::consts::PI {
-        return Beams::All;
-    }
-    // The bearing from the first beam, in [0, 2π) (a heading far outside [-π, π] by the
-    // remainder, otherwise by a turn or two).
-    let tau = std::f32::consts::TAU;
-    let mut rel = angle_of(to) - heading - first;
-    if !(-2.0 * tau..3.0 * tau).contains(&rel) {
-        rel = rel.rem_euclid(tau);
-    }
-    while rel < 0.0 {
-        rel += tau;
-    }
-    while rel >= tau {
-        rel -= tau;
-    }
-    let last = sensor.rays as usize - 1;
-    let run = |c: f32| {
-        let (a, b) = ((c - half) / step, (c + half) / step);
-        if b < 0.0 || a > last as f32 {
-            return 0..0;
+/// A scan's beams, worked out once for all the discs it tests.
+struct Fan {
+    /// The first beam's direction, radians.
+    from: f32,
+    /// Radians between beams.
+    step: f32,
+    /// The last beam's index.
+    last: usize,
+    /// The range, with a margin: a body farther than this meets no beam.
+    reach: f32,
+}
+
+impl Fan {
+    fn beams_toward(&self, pos: Vec2, center: Vec2, radius: f32) -> Beams {
+        let to = center - pos;
+        let d2 = to.length_squared();
+        if d2 <= radius * radius * (1.0 + 1e-3) || self.last == 0 || self.step <= 0.0 {
+            // From inside (or nearly), or a single beam: test every beam.
+            return Beams::All;
         }
-        // Beams ⌈a⌉ to ⌊b⌋; truncating a positive `a` may add the beam before (tested in vain,
-        // it changes nothing).
-        let from = if a <= 0.0 { 0 } else { a as usize };
-        from..((b as usize).min(last) + 1)
-    };
-    Beams::Some([run(rel - tau), run(rel), run(rel + tau)])
+        let d = d2.sqrt();
+        if d - radius > self.reach {
+            return Beams::None;
+        }
+        // The half-width asin(r/d) is below its tangent, r / sqrt(d² - r²).
+        let s = radius / d;
+        let half = if s < 0.99 { s / (1.0 - s * s).sqrt() } else { std::f32::consts::PI };
+        let half = half + BEAM_MARGIN;
+        if half >= std::f32::consts::PI {
+            return Beams::All;
+        }
+        // The bearing from the first beam, in [0, 2π) (a heading far outside [-π, π] by the
+        // remainder, otherwise by a turn or two).
+        let tau = std::f32::consts::TAU;
+        let mut rel = angle_of(to) - self.from;
+        if !(-2.0 * tau..3.0 * tau).contains(&rel) {
+            rel = rel.rem_euclid(tau);
+        }
+        while rel < 0.0 {
+            rel += tau;
+        }
+        while rel >= tau {
+            rel -= tau;
+        }
+        let run = |c: f32| {
+            let (a, b) = ((c - half) / self.step, (c + half) / self.step);
+            if b < 0.0 || a > self.last as f32 {
+                return 0..0;
+            }
+            // Beams ⌈a⌉ to ⌊b⌋; truncating a positive `a` may add the beam before (tested in
+            // vain, it changes nothing).
+            let from = if a <= 0.0 { 0 } else { a as usize };
+            from..((b as usize).min(self.last) + 1)
+        };
+        Beams::Some([run(rel - tau), run(rel), run(rel + tau)])
+    }
 }
 
 /// Where a ray from `origin` along the unit `dir` first meets the disc at `center` of `radius`
