@@ -3,6 +3,7 @@
 
 mod common;
 
+use bevy::ecs::schedule::ScheduleLabel;
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, RigidBodyDisabled};
 
@@ -569,9 +570,11 @@ fn reloading_a_scene_restarts_it_exactly() {
 
 /// Golden trajectory of the explorer room: fails on any change of behaviour. If a change is
 /// intended, update the constant and say why in the commit.
-/// In the style of avian's: two systems of the fixed schedule that touch the same data must have
-/// a declared order between them, or the step's result would depend on the executor's choice.
-/// Rapier's own systems are rapier's business and are left out among themselves.
+/// In the style of avian's: two systems of the fixed schedules that touch the same data must
+/// have a declared order between them, or the step's result would depend on the executor's
+/// choice. Rapier's own systems are rapier's business and are left out among themselves. Checked
+/// in a whole app and in an environment's world, which drops the systems it does not use (an
+/// order that ran only through a dropped system would be lost there).
 #[test]
 fn no_two_systems_of_a_step_conflict_without_an_order() {
     for scene in ["pens.ron", "explorers.ron", "wenv.ron"] {
@@ -581,27 +584,44 @@ fn no_two_systems_of_a_step_conflict_without_an_order() {
                 (*http, *ws) = (0, 0);
             }
         }
-        let mut app = app(s);
-        run_steps(&mut app, 1);
-        let world = app.world();
-        let schedule = world.resource::<Schedules>().get(FixedUpdate).expect("the fixed schedule ran");
-        let names: std::collections::HashMap<_, String> =
-            schedule.systems().expect("initialised").map(|(key, system)| (key, system.name().to_string())).collect();
-        let rapier = |name: &str| name.starts_with("bevy_rapier2d::");
-        let conflicts: Vec<String> = schedule
-            .graph()
-            .conflicting_systems()
-            .iter()
-            .map(|(a, b, on)| {
-                let on: Vec<String> =
-                    on.iter().map(|c| world.components().get_name(*c).map_or("?".into(), |n| n.to_string())).collect();
-                (names[a].clone(), names[b].clone(), on)
-            })
-            .filter(|(a, b, _)| !(rapier(a) && rapier(b)))
-            .map(|(a, b, on)| format!("{a} <-> {b} on {on:?}"))
-            .collect();
-        assert!(conflicts.is_empty(), "{scene}: systems without an order:\n{}", conflicts.join("\n"));
+        let mut whole = app(s.clone());
+        let mut trimmed = crsim::run::headless::headless_app_with(s, SceneSource::Generated, |app| {
+            app.insert_resource(crsim::control::programs::InProcess);
+        });
+        crsim::sim::drop_unused_systems(trimmed.world_mut());
+        for (kind, app) in [("app", &mut whole), ("environment world", &mut trimmed)] {
+            run_steps(app, 1);
+            for label in [crsim::sim::FixedSense.intern(), FixedUpdate.intern()] {
+                let conflicts = unordered_conflicts(app.world(), label);
+                assert!(
+                    conflicts.is_empty(),
+                    "{scene}, {kind}, {label:?}: systems without an order:\n{}",
+                    conflicts.join("\n")
+                );
+            }
+        }
     }
+}
+
+/// The pairs of systems of `label` in `world` that touch the same data with no order between
+/// them, rapier's among themselves left out.
+fn unordered_conflicts(world: &World, label: bevy::ecs::schedule::InternedScheduleLabel) -> Vec<String> {
+    let schedule = world.resource::<Schedules>().get(label).expect("the fixed schedule ran");
+    let names: std::collections::HashMap<_, String> =
+        schedule.systems().expect("initialised").map(|(key, system)| (key, system.name().to_string())).collect();
+    let rapier = |name: &str| name.starts_with("bevy_rapier2d::");
+    schedule
+        .graph()
+        .conflicting_systems()
+        .iter()
+        .map(|(a, b, on)| {
+            let on: Vec<String> =
+                on.iter().map(|c| world.components().get_name(*c).map_or("?".into(), |n| n.to_string())).collect();
+            (names[a].clone(), names[b].clone(), on)
+        })
+        .filter(|(a, b, _)| !(rapier(a) && rapier(b)))
+        .map(|(a, b, on)| format!("{a} <-> {b} on {on:?}"))
+        .collect()
 }
 
 #[test]

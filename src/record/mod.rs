@@ -46,10 +46,7 @@ pub(crate) fn plugin(app: &mut App) {
                     .in_set(SimSystems::Act)
                     .after(ActSystems::Transmit)
                     .before(ActSystems::Actuate),
-                inputs::sends_before_delivery
-                    .after(SimSystems::Act)
-                    .before(SimSystems::Communicate)
-                    .run_if(crate::sim::StepPart::runs_rest),
+                inputs::sends_before_delivery.after(SimSystems::Act).before(SimSystems::Communicate),
             ),
         )
         .init_resource::<viewer::ViewerControl>()

@@ -11,7 +11,7 @@ use bevy_rapier2d::prelude::*;
 
 use crate::scene::SceneEntity;
 use crate::scene::schema::RobotSpec;
-use crate::sim::{ActSystems, Passes, RobotOrder, SenseSystems, SimSystems};
+use crate::sim::{ActSystems, FixedSense, Passes, RobotOrder, SenseSystems, SimSystems};
 use crate::world::{DiscRadius, PendingPhysics, Seeable, groups, transform2d};
 
 mod drive;
@@ -188,23 +188,29 @@ pub fn wrap_angle(a: f32) -> f32 {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_message::<BumpEvent>().add_systems(
-        FixedUpdate,
-        (
-            (refresh_pose_cache, gripper::carry_held_pens).chain().in_set(SenseSystems::Bodies),
+    app.add_message::<BumpEvent>()
+        .add_systems(
+            FixedSense,
             (
-                sensors::sense_bump,
-                sensors::sense_camera,
-                sensors::sense_range,
-                sensors::sense_grip,
-                sensors::sense_power,
-            )
-                .chain()
-                .in_set(SenseSystems::Sensors),
-            (gripper::apply_gripper, drive::apply_drive, drive::update_battery).chain().in_set(ActSystems::Actuate),
-            drive::update_odometry.in_set(SimSystems::Record),
-        ),
-    );
+                (refresh_pose_cache, gripper::carry_held_pens).chain().in_set(SenseSystems::Bodies),
+                (
+                    sensors::sense_bump,
+                    sensors::sense_camera,
+                    sensors::sense_range,
+                    sensors::sense_grip,
+                    sensors::sense_power,
+                )
+                    .chain()
+                    .in_set(SenseSystems::Sensors),
+            ),
+        )
+        .add_systems(
+            FixedUpdate,
+            (
+                (gripper::apply_gripper, drive::apply_drive, drive::update_battery).chain().in_set(ActSystems::Actuate),
+                drive::update_odometry.in_set(SimSystems::Record),
+            ),
+        );
 }
 
 /// Spawns the body of robot number `index` of a scene, with its den. Subsystems attach their

@@ -94,7 +94,16 @@ pub(super) fn plugin(app: &mut App) {
                 .after(bevy_rapier2d::plugin::RapierTransformPropagateSet)
                 .after(bevy_rapier2d::plugin::systems::init_colliders)
                 .before(bevy_rapier2d::plugin::systems::apply_collider_user_changes),
-            push_body_changes.in_set(RapierBevyComponentApply).after(apply_initial_rigid_body_impulses),
+            // Where bevy_rapier's own body sync ran: after the poses are propagated (it reads
+            // `GlobalTransform`), the new bodies and colliders are in and the colliders' changes
+            // applied. Each named, not only through the impulses system: a world that drops
+            // that one (`crate::sim::drop_unused_systems`) keeps the order.
+            push_body_changes
+                .in_set(RapierBevyComponentApply)
+                .after(bevy_rapier2d::plugin::RapierTransformPropagateSet)
+                .after(bevy_rapier2d::plugin::systems::init_colliders)
+                .after(bevy_rapier2d::plugin::systems::apply_collider_user_changes)
+                .after(apply_initial_rigid_body_impulses),
             write_bodies_back.in_set(PhysicsSet::Writeback),
             // Rapier then steps only the fixed bodies, which do not move.
             step_kinematic.in_set(PhysicsSet::StepSimulation).run_if(crate::scene::kinematic),

@@ -67,10 +67,7 @@ pub struct RunUntil {
 pub(super) fn plugin(app: &mut App) {
     // Only runs that asked for a condition pay for the check (an exclusive system each step).
     let asked = |u: Res<RunUntil>| u.until.is_some() && u.reached_at.is_none();
-    app.init_resource::<RunUntil>().add_systems(
-        FixedUpdate,
-        check_until.after(SimSystems::Record).run_if(asked).run_if(crate::sim::StepPart::runs_rest),
-    );
+    app.init_resource::<RunUntil>().add_systems(FixedUpdate, check_until.after(SimSystems::Record).run_if(asked));
 }
 
 /// After each step: when the condition holds, note the step and end the frame's fixed loop, so

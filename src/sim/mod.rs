@@ -3,8 +3,8 @@
 //! time, the clock that decides how many steps run per frame, seeded random streams, the
 //! trajectory hash, the stable robot order and the registry of report sections.
 //!
-//! Every simulation system runs in `FixedUpdate`, one step of the scene's `dt`, in six chained
-//! stages. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`; in a large world its
+//! Every simulation system runs in the fixed loop, one step of the scene's `dt`, in six chained
+//! stages: the sense stage in [`FixedSense`], the five others in `FixedUpdate` right after it. Rapier steps inside [`SimSystems::Physics`] with exactly `dt`; in a large world its
 //! work starts before the radio's ([`PhysicsStart`]) and runs on a thread of its own meanwhile.
 //! The step itself never looks at the wall clock.
 
@@ -30,7 +30,14 @@ pub use optional::{add_optional_systems, any_with, drop_unused_systems};
 pub use order::RobotOrder;
 pub use report::{ReportSections, SectionFn, add_report_section};
 
-/// The stages of one step, in order.
+/// The fixed schedule of the sense stage ([`SimSystems::Sense`]), run in every step between
+/// `FixedPreUpdate` and `FixedUpdate`. A schedule of its own lets a caller run a step in two
+/// parts — the sense stage, then, once the actions are in, the rest — each running only its own
+/// systems ([`StepSchedules`]).
+#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FixedSense;
+
+/// The stages of one step, in order: the first in [`FixedSense`], the others in `FixedUpdate`.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SimSystems {
     /// Sensors read the world (bump, camera, grip, power, sonar).
@@ -250,9 +257,12 @@ impl SimTime {
 pub(super) fn plugin(app: &mut App) {
     // A step is many small systems: handing each to the thread pool costs more in wake-ups than
     // it gains on two cores (measured: 362,529 futex calls for 5,000 steps of the explorer room).
+    app.init_schedule(FixedSense);
+    app.world_mut().resource_mut::<bevy::app::FixedMainScheduleOrder>().insert_after(FixedPreUpdate, FixedSense);
     for schedule in [
         FixedFirst.intern(),
         FixedPreUpdate.intern(),
+        FixedSense.intern(),
         FixedUpdate.intern(),
         FixedPostUpdate.intern(),
         FixedLast.intern(),
@@ -262,7 +272,6 @@ pub(super) fn plugin(app: &mut App) {
         });
     }
     app.init_resource::<SimTime>()
-        .init_resource::<StepPart>()
         .init_resource::<Passes>()
         .init_resource::<TrajectoryHash>()
         .init_resource::<RobotOrder>()
@@ -271,35 +280,12 @@ pub(super) fn plugin(app: &mut App) {
         .insert_resource(rng::SimSeed(0))
         .configure_sets(
             FixedUpdate,
-            (
-                SimSystems::Sense,
-                SimSystems::Think,
-                SimSystems::Act,
-                SimSystems::Communicate,
-                SimSystems::Physics,
-                SimSystems::Record,
-            )
+            (SimSystems::Think, SimSystems::Act, SimSystems::Communicate, SimSystems::Physics, SimSystems::Record)
                 .chain(),
         )
         .configure_sets(
-            FixedUpdate,
+            FixedSense,
             (SenseSystems::Bodies, SenseSystems::Index, SenseSystems::Sensors).chain().in_set(SimSystems::Sense),
-        )
-        // A step run in two parts (see `StepPart`): the sense stage in the first, the rest in
-        // the second.
-        .configure_sets(FixedUpdate, SimSystems::Sense.run_if(StepPart::runs_sense))
-        .configure_sets(
-            FixedUpdate,
-            (
-                SimSystems::Think,
-                SimSystems::Act,
-                SimSystems::Communicate,
-                SimSystems::Physics,
-                SimSystems::Record,
-                PhysicsStart::Sync,
-                PhysicsStart::Launch,
-            )
-                .run_if(StepPart::runs_rest),
         )
         .configure_sets(FixedUpdate, (ThinkSystems::Receive, ThinkSystems::Control).chain().in_set(SimSystems::Think))
         .configure_sets(
@@ -322,42 +308,20 @@ pub(super) fn plugin(app: &mut App) {
     clock::plugin(app);
 }
 
-/// Which part of a step the fixed schedules run. Every run steps whole; an in-process
-/// environment runs a step in two parts, as the program server splits it for a program in
-/// lock-step: the sense stage (then it hands the readings out), and, once the actions are in,
-/// the rest (think, act, the radio, physics, record). Run one after the other they are the whole
-/// step, system for system, so the trajectory is the same.
-#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StepPart {
-    #[default]
-    Whole,
-    /// `FixedFirst`, `FixedPreUpdate` and the sense stage of `FixedUpdate`.
-    Sense,
-    /// The rest of `FixedUpdate`, then `FixedPostUpdate` and `FixedLast`.
-    Rest,
-}
-
-impl StepPart {
-    /// Run condition of the sense stage.
-    pub fn runs_sense(part: Res<StepPart>) -> bool {
-        *part != StepPart::Rest
-    }
-
-    /// Run condition of every stage after the sense stage.
-    pub fn runs_rest(part: Res<StepPart>) -> bool {
-        *part != StepPart::Sense
-    }
-}
-
-/// A world's fixed schedules held outside its [`Schedules`], for a caller that runs a step in its
-/// two parts again and again ([`StepPart`]): `World::run_schedule` takes a schedule out of the
-/// map and puts it back on every run, six times a step, copying it both ways: holding them took a
-/// one-robot environment world's step from 94,375 to 84,051 instructions (cachegrind on
-/// `crsim envbench --worlds 64 --robots 1 --threads 1`, release). While they are out, the world's `Main` schedule must
-/// not run: [`StepSchedules::put_back`] first.
+/// A world's fixed schedules held outside its [`Schedules`], for a caller that runs a step in two
+/// parts again and again — the sense stage ([`FixedSense`]), then the rest once the caller's
+/// actions are in — as the program server splits it for a program in lock-step: run one after
+/// the other, the parts are the whole step, system for system. Measured with cachegrind on
+/// `crsim envbench --worlds 64 --robots 1 --threads 1` (release), instructions per world-step:
+/// `World::run_schedule` takes a schedule out of the map and puts it back on every run, copying
+/// it both ways, and holding them took 94,375 to 84,051; the sense stage in a schedule of its
+/// own, instead of both parts running all of `FixedUpdate` under run conditions, 84,043 to
+/// 74,853. While they are out, the world's `Main` schedule must not run:
+/// [`StepSchedules::put_back`] first.
 pub struct StepSchedules {
     first: Schedule,
     pre: Schedule,
+    sense: Schedule,
     update: Schedule,
     post: Schedule,
     last: Schedule,
@@ -372,6 +336,7 @@ impl StepSchedules {
         StepSchedules {
             first: out(FixedFirst.intern()),
             pre: out(FixedPreUpdate.intern()),
+            sense: out(FixedSense.intern()),
             update: out(FixedUpdate.intern()),
             post: out(FixedPostUpdate.intern()),
             last: out(FixedLast.intern()),
@@ -381,7 +346,7 @@ impl StepSchedules {
     /// Puts the schedules back into `world`.
     pub fn put_back(self, world: &mut World) {
         let mut schedules = world.resource_mut::<Schedules>();
-        for schedule in [self.first, self.pre, self.update, self.post, self.last] {
+        for schedule in [self.first, self.pre, self.sense, self.update, self.post, self.last] {
             schedules.insert(schedule);
         }
     }
@@ -389,15 +354,13 @@ impl StepSchedules {
     /// Runs the first part of a step on `world`: its fixed schedules up to and including the
     /// sense stage.
     pub fn run_sense(&mut self, world: &mut World) {
-        *world.resource_mut::<StepPart>() = StepPart::Sense;
         self.first.run(world);
         self.pre.run(world);
-        self.update.run(world);
+        self.sense.run(world);
     }
 
     /// Runs the rest of a step whose sense part ran.
     pub fn run_rest(&mut self, world: &mut World) {
-        *world.resource_mut::<StepPart>() = StepPart::Rest;
         self.update.run(world);
         self.post.run(world);
         self.last.run(world);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bevy::prelude::*;
 use bevy_rapier2d::prelude::PhysicsSet;
 
-use super::{ActSystems, PhysicsStart, SenseSystems, SimSystems, ThinkSystems};
+use super::{ActSystems, FixedSense, PhysicsStart, SenseSystems, SimSystems, ThinkSystems};
 
 /// The timed parts of a step, in the order they run.
 pub const STAGES: [&str; 13] = [
@@ -62,27 +62,34 @@ fn mark<const I: usize>(mut times: ResMut<StageTimes>) {
 
 /// Times the stages of every step from now on.
 pub fn plugin(app: &mut App) {
-    app.init_resource::<StageTimes>().add_systems(
-        FixedUpdate,
-        (
-            mark::<0>.before(SenseSystems::Bodies),
-            mark::<1>.after(SenseSystems::Bodies).before(SenseSystems::Index),
-            mark::<2>.after(SenseSystems::Index).before(SenseSystems::Sensors),
-            mark::<3>.after(SimSystems::Sense).before(ThinkSystems::Receive),
-            mark::<4>.after(ThinkSystems::Receive).before(ThinkSystems::Control),
-            mark::<5>.after(SimSystems::Think).before(ActSystems::Skills),
-            mark::<6>.after(ActSystems::Skills).before(ActSystems::Transmit),
-            mark::<7>.after(ActSystems::Transmit).before(ActSystems::Actuate),
-            mark::<8>.after(SimSystems::Act).before(PhysicsStart::Sync),
-            // Rapier's step has started (on its own thread in a large world) when the radio's
-            // stage begins; `physics_step` is then what is left of it.
-            mark::<9>.after(PhysicsStart::Launch).before(SimSystems::Communicate),
-            mark::<10>.after(SimSystems::Communicate).before(PhysicsSet::StepSimulation),
-            mark::<11>.after(PhysicsSet::StepSimulation).before(PhysicsSet::Writeback),
-            mark::<12>.after(SimSystems::Physics).before(SimSystems::Record),
-            mark::<13>.after(SimSystems::Record),
-        ),
-    );
+    app.init_resource::<StageTimes>()
+        .add_systems(
+            FixedSense,
+            (
+                mark::<0>.before(SenseSystems::Bodies),
+                mark::<1>.after(SenseSystems::Bodies).before(SenseSystems::Index),
+                mark::<2>.after(SenseSystems::Index).before(SenseSystems::Sensors),
+            ),
+        )
+        .add_systems(
+            FixedUpdate,
+            (
+                // The sense stage's schedule has just run.
+                mark::<3>.before(SimSystems::Think),
+                mark::<4>.after(ThinkSystems::Receive).before(ThinkSystems::Control),
+                mark::<5>.after(SimSystems::Think).before(ActSystems::Skills),
+                mark::<6>.after(ActSystems::Skills).before(ActSystems::Transmit),
+                mark::<7>.after(ActSystems::Transmit).before(ActSystems::Actuate),
+                mark::<8>.after(SimSystems::Act).before(PhysicsStart::Sync),
+                // Rapier's step has started (on its own thread in a large world) when the radio's
+                // stage begins; `physics_step` is then what is left of it.
+                mark::<9>.after(PhysicsStart::Launch).before(SimSystems::Communicate),
+                mark::<10>.after(SimSystems::Communicate).before(PhysicsSet::StepSimulation),
+                mark::<11>.after(PhysicsSet::StepSimulation).before(PhysicsSet::Writeback),
+                mark::<12>.after(SimSystems::Physics).before(SimSystems::Record),
+                mark::<13>.after(SimSystems::Record),
+            ),
+        );
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use bevy_rapier2d::prelude::*;
 use crate::scene::SceneLoaded;
 use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
 use crate::scene::{SceneEntity, geometry::all_walls};
-use crate::sim::{LoadSystems, SenseSystems, SimSystems};
+use crate::sim::{FixedSense, LoadSystems, SenseSystems, SimSystems};
 
 pub mod kinematic;
 mod sonar;
@@ -113,15 +113,15 @@ pub(super) fn plugin(app: &mut App) {
         .insert_resource(Arena { width: 1.0, height: 1.0 })
         .init_resource::<SpatialIndex>()
         .add_systems(
-            FixedUpdate,
+            FixedSense,
             (
                 spatial::index_before_sensing.in_set(SenseSystems::Index),
                 sonar::sense_sonars.in_set(SenseSystems::Sensors),
-                spatial::index_after_physics.in_set(SimSystems::Physics).after(PhysicsSet::Writeback),
             ),
         )
+        .add_systems(FixedUpdate, spatial::index_after_physics.in_set(SimSystems::Physics).after(PhysicsSet::Writeback))
         .add_systems(PreUpdate, spatial::forget_on_load.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React));
-    crate::sim::add_optional_systems(app, FixedUpdate, sonar::sense_sonars, crate::sim::any_with::<Sonar>);
+    crate::sim::add_optional_systems(app, FixedSense, sonar::sense_sonars, crate::sim::any_with::<Sonar>);
 }
 
 fn v(p: (f32, f32)) -> Vec2 {
