@@ -420,6 +420,29 @@ pub(super) fn sense_range(
 pub struct RangeScratch {
     blocks: Vec<u32>,
     dirs: Vec<Vec2>,
+    /// Each beam's direction relative to the heading, for the layout (rays, and the first beam's
+    /// angle and the angle between beams, as bits) they were worked out for.
+    relative: Vec<Vec2>,
+    layout: Option<(u32, u32, u32)>,
+}
+
+impl RangeScratch {
+    /// The beams' directions of `sensor` heading `heading`, into `dirs`: each beam's direction
+    /// relative to the heading turned by it, a sine and a cosine a scan rather than one a beam
+    /// (the relative ones are worked out again only for another layout, and are the same on
+    /// any thread).
+    fn aim(&mut self, heading: f32, sensor: &RangeSensor) {
+        let (first, step) = sensor.angles();
+        let layout = (sensor.rays, first.to_bits(), step.to_bits());
+        if self.layout != Some(layout) {
+            self.relative.clear();
+            self.relative.extend((0..sensor.rays).map(|k| Vec2::from_angle(first + step * k as f32)));
+            self.layout = Some(layout);
+        }
+        let turn = Vec2::from_angle(heading);
+        self.dirs.clear();
+        self.dirs.extend(self.relative.iter().map(|&r| turn.rotate(r)));
+    }
 }
 
 type RangeItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RangeSensor, Mut<'a, RangeScan>);
@@ -439,19 +462,18 @@ pub fn range_scan(
     let range = sensor.range;
     let solid = groups::WALL | groups::BOX | groups::PEN | groups::ROBOT;
     let (lo, hi) = (pos - Vec2::splat(range), pos + Vec2::splat(range));
-    let RangeScratch { blocks, dirs } = scratch;
+    // Each beam's direction once, not once per body it is tested against.
+    scratch.aim(heading, sensor);
+    let RangeScratch { blocks, dirs, .. } = scratch;
     index.blocks_in(lo, hi, blocks);
     let (first, step) = sensor.angles();
-    // Each beam's direction once, not once per body it is tested against.
-    dirs.clear();
-    dirs.extend((0..sensor.rays).map(|k| Vec2::from_angle(heading + first + step * k as f32)));
     out.clear();
     out.resize(sensor.rays as usize, range);
     // A beam's reading is the least distance at which it meets a body (a test passes the
     // reading so far as its limit), whatever order the bodies are tested in; the beams a body
     // cannot meet are skipped by tests that never skip one it meets (see `beams_toward`).
     let reach = range * (1.0 + 1e-4) + 1e-4;
-    let fan = Fan { from: heading + first, step, last: sensor.rays.saturating_sub(1) as usize, reach };
+    let fan = Fan::new(heading + first, step, sensor.rays.saturating_sub(1) as usize, reach);
     for &b in blocks.iter() {
         let block = &index.blocks[b as usize];
         if !block.groups.memberships.intersects(solid) {
@@ -518,15 +540,40 @@ struct Fan {
     last: usize,
     /// The range, with a margin: a body farther than this meets no beam.
     reach: f32,
+    /// For a fan no wider than a half-turn, the direction of its middle: no beam heads more
+    /// than a quarter-turn away from it.
+    ahead: Option<Vec2>,
 }
 
+/// Radians a beam may be off its angle, far above rounding's, when a disc is left out for lying
+/// behind a fan ([`Fan::ahead`]).
+const AHEAD_MARGIN: f32 = 1e-3;
+
 impl Fan {
+    fn new(from: f32, step: f32, last: usize, reach: f32) -> Fan {
+        let span = step * last as f32;
+        let ahead = (span <= std::f32::consts::PI + 1e-6).then(|| Vec2::from_angle(from + span / 2.0));
+        Fan { from, step, last, reach, ahead }
+    }
+
     fn beams_toward(&self, pos: Vec2, center: Vec2, radius: f32) -> Beams {
         let to = center - pos;
+        // Behind a fan no wider than a half-turn: a point t along a beam (t at most the reach)
+        // lies at least -t·sin(margin) ahead of the fan's middle, and every point of the disc
+        // lies at most `radius` ahead of its centre.
+        if let Some(ahead) = self.ahead
+            && to.dot(ahead) < -radius - self.reach * AHEAD_MARGIN
+        {
+            return Beams::None;
+        }
         let d2 = to.length_squared();
         if d2 <= radius * radius * (1.0 + 1e-3) || self.last == 0 || self.step <= 0.0 {
             // From inside (or nearly), or a single beam: test every beam.
             return Beams::All;
+        }
+        // Out of reach (as `d - radius > reach` below, without the square root).
+        if d2 > (self.reach + radius) * (self.reach + radius) {
+            return Beams::None;
         }
         let d = d2.sqrt();
         if d - radius > self.reach {
@@ -793,10 +840,11 @@ mod tests {
         sensor: &RangeSensor,
     ) -> Vec<f32> {
         let solid = groups::WALL | groups::BOX | groups::PEN | groups::ROBOT;
-        let (first, step) = sensor.angles();
+        let mut scratch = RangeScratch::default();
+        scratch.aim(heading, sensor);
         let mut out = vec![sensor.range; sensor.rays as usize];
         for (k, reading) in out.iter_mut().enumerate() {
-            let dir = Vec2::from_angle(heading + first + step * k as f32);
+            let dir = scratch.dirs[k];
             for block in index.blocks.iter().filter(|b| b.groups.memberships.intersects(solid)) {
                 if let Some(t) = block.ray(pos, dir, *reading) {
                     *reading = t;
@@ -814,6 +862,28 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A scan's beams point where their angles say, to within rounding, and a scratch used for
+    /// one layout and then another aims the second's beams.
+    #[test]
+    fn beams_point_along_their_angles_for_each_layout_in_turn() {
+        let mut scratch = RangeScratch::default();
+        for (rays, fov_deg) in [(16, 180.0f32), (360, 360.0), (3, 90.0), (16, 270.0), (1, 0.0), (1024, 360.0)] {
+            let sensor = RangeSensor { rays, fov: fov_deg.to_radians(), range: 4.0, period: 1 };
+            let (first, step) = sensor.angles();
+            for heading in [0.0f32, 1.0, -2.5, 3.1, 40.0] {
+                scratch.aim(heading, &sensor);
+                assert_eq!(scratch.dirs.len(), rays as usize);
+                for (k, dir) in scratch.dirs.iter().enumerate() {
+                    let want = Vec2::from_angle(heading + first + step * k as f32);
+                    assert!(
+                        (*dir - want).length() < 2e-5 && (dir.length() - 1.0).abs() < 1e-6,
+                        "{rays} beams over {fov_deg}°, heading {heading}, beam {k}: {dir} against {want}"
+                    );
+                }
+            }
+        }
     }
 
     /// The beams a scan skips are ones that meet nothing: over thousands of random rooms, sensors

@@ -215,6 +215,8 @@ struct Driven {
     max_turn: f32,
     cell: f32,
     visited: HashSet<(i32, i32)>,
+    /// The cell it was in at the last count: a robot stays in one for dozens of steps.
+    last_cell: Option<(i32, i32)>,
     counts: Counts,
 }
 
@@ -293,6 +295,7 @@ impl EnvWorld {
                 max_turn: robot.max_turn,
                 cell,
                 visited: HashSet::new(),
+                last_cell: None,
                 counts: Counts::default(),
             });
         }
@@ -345,7 +348,11 @@ impl EnvWorld {
         let heard = w.get::<RadioIn>(e).map_or(0, |inbox| inbox.0.len() as u64);
         let (boxed, picked, collisions, battery, at) = (g.boxed, g.picked, o.collisions, b.level(), pose(t).0);
         let r = &mut self.robots[i];
-        r.visited.insert(((at.x / r.cell).floor() as i32, (at.y / r.cell).floor() as i32));
+        let cell = ((at.x / r.cell).floor() as i32, (at.y / r.cell).floor() as i32);
+        if r.last_cell != Some(cell) {
+            r.visited.insert(cell);
+            r.last_cell = Some(cell);
+        }
         Counts { boxed, picked, visited: r.visited.len(), collisions, heard: r.counts.heard + heard, battery }
     }
 
