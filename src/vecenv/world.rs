@@ -220,6 +220,9 @@ struct Driven {
     counts: Counts,
 }
 
+/// What a driven robot's counts are read from.
+type CountedItem<'a> = (&'a Gripper, &'a Odometry, &'a Transform, &'a Battery, Option<&'a RadioIn>);
+
 /// One world of an environment.
 pub struct EnvWorld {
     world: World,
@@ -227,6 +230,8 @@ pub struct EnvWorld {
     schedules: Option<StepSchedules>,
     /// What observations read, kept: a query made anew scans every archetype.
     observed: Option<QueryState<ObservedItem<'static>>>,
+    /// What counts read, kept likewise: one lookup of a robot for all of them.
+    counted: Option<QueryState<CountedItem<'static>>>,
     /// A robot's whole observation, before the parts the environment observes are taken.
     full: Vec<f32>,
     spec: EnvSpec,
@@ -253,6 +258,7 @@ impl EnvWorld {
             world,
             schedules: None,
             observed: None,
+            counted: None,
             full: Vec::new(),
             spec: spec.clone(),
             robots: Vec::new(),
@@ -304,7 +310,7 @@ impl EnvWorld {
         let world = &mut self.world;
         self.schedules.get_or_insert_with(|| StepSchedules::take(world)).run_sense(world);
         for i in 0..self.robots.len() {
-            self.robots[i].counts = self.counts(i);
+            self.robots[i].counts = self.counts(i).0;
         }
         Ok(())
     }
@@ -327,33 +333,38 @@ impl EnvWorld {
         let done = self.spec.until.is_some_and(|u| u.reached(&mut self.world));
         let truncated = self.episode_steps >= self.spec.max_steps;
         for (i, out) in out.iter_mut().enumerate().take(self.robots.len()) {
-            let now = self.counts(i);
+            let (now, empty) = self.counts(i);
             let before = std::mem::replace(&mut self.robots[i].counts, now);
             let reward = self.spec.rewards.reward(&before, &now);
-            let empty = self.world.get::<Battery>(self.robots[i].entity).is_none_or(Battery::is_empty);
             *out = RobotOutcome { reward, terminated: done || empty, truncated };
         }
     }
 
     /// A driven robot's counts now, its visited cells and messages heard brought up to date
-    /// (called once a step).
-    fn counts(&mut self, i: usize) -> Counts {
-        let e = self.robots[i].entity;
-        let w = &self.world;
-        let (Some(g), Some(o), Some(t), Some(b)) =
-            (w.get::<Gripper>(e), w.get::<Odometry>(e), w.get::<Transform>(e), w.get::<Battery>(e))
-        else {
-            return self.robots[i].counts;
+    /// (called once a step), and whether its battery is empty (without one, it counts as
+    /// empty); a robot that lacks a part its counts read keeps its counts.
+    fn counts(&mut self, i: usize) -> (Counts, bool) {
+        let q = self.counted.get_or_insert_with(|| self.world.query::<CountedItem>());
+        let (world, r) = (&self.world, &mut self.robots[i]);
+        let Ok((g, o, t, b, inbox)) = q.get(world, r.entity) else {
+            return (r.counts, world.get::<Battery>(r.entity).is_none_or(Battery::is_empty));
         };
-        let heard = w.get::<RadioIn>(e).map_or(0, |inbox| inbox.0.len() as u64);
-        let (boxed, picked, collisions, battery, at) = (g.boxed, g.picked, o.collisions, b.level(), pose(t).0);
-        let r = &mut self.robots[i];
+        let heard = inbox.map_or(0, |inbox| inbox.0.len() as u64);
+        let at = pose(t).0;
         let cell = ((at.x / r.cell).floor() as i32, (at.y / r.cell).floor() as i32);
         if r.last_cell != Some(cell) {
             r.visited.insert(cell);
             r.last_cell = Some(cell);
         }
-        Counts { boxed, picked, visited: r.visited.len(), collisions, heard: r.counts.heard + heard, battery }
+        let counts = Counts {
+            boxed: g.boxed,
+            picked: g.picked,
+            visited: r.visited.len(),
+            collisions: o.collisions,
+            heard: r.counts.heard + heard,
+            battery: b.level(),
+        };
+        (counts, b.is_empty())
     }
 
     /// Writes every driven robot's counts ([`Counts::values`]) into `out`, one after the other.

@@ -359,7 +359,7 @@ impl SpatialIndex {
     }
 
     /// The fixed rectangles whose bounds overlap `min..max`, each once, in index order. Up to
-    /// [`FEW_BLOCKS`] of them (a room's walls and boxes) each is tested; past that, those the
+    /// 32 of them (`FEW_BLOCKS`: a room's walls and boxes) each is tested; past that, those the
     /// grid lists in the cells `min..max` overlaps.
     pub fn blocks_in(&self, min: Vec2, max: Vec2, out: &mut Vec<u32>) {
         out.clear();
