@@ -571,14 +571,11 @@ impl Fan {
             // From inside (or nearly), or a single beam: test every beam.
             return Beams::All;
         }
-        // Out of reach (as `d - radius > reach` below, without the square root).
+        // Out of reach: farther than `reach + radius`, compared squared.
         if d2 > (self.reach + radius) * (self.reach + radius) {
             return Beams::None;
         }
         let d = d2.sqrt();
-        if d - radius > self.reach {
-            return Beams::None;
-        }
         // The half-width asin(r/d) is below its tangent, r / sqrt(d² - r²).
         let s = radius / d;
         let half = if s < 0.99 { s / (1.0 - s * s).sqrt() } else { std::f32::consts::PI };

@@ -4,9 +4,9 @@
 //!
 //! - Each world ([`EnvWorld`]) is a headless crsim world of the scene with its own seed, whose
 //!   program robots the caller drives ([`ACTION_SIZE`] values each: drive and gripper, then a
-//!   message vector's when the environment has one). A step
-//!   runs in two parts ([`crate::sim::StepSchedules`]): the rest of the current step with the actions,
-//!   then the next step's sense stage, so a world observes what a program in lock-step reads and
+//!   message vector's when the environment has one). A step runs in two parts
+//!   ([`crate::sim::StepSchedules`]): the rest of the current step with the actions, then the
+//!   next step's sense stage, so a world observes what a program in lock-step reads and
 //!   its trajectory is the one the program server gives for the same actions.
 //! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads (the caller's and a
 //!   pool of its own, kept from step to step), a share of the worlds each (a world's own passes

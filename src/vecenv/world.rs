@@ -1,6 +1,6 @@
 //! One environment world: a headless crsim world whose program robots take their actions from
-//! the caller, stepped in two parts ([`crate::sim::StepSchedules`]) so that what it observes after a step is
-//! what a program in lock-step reads at the next one.
+//! the caller, stepped in two parts ([`crate::sim::StepSchedules`]) so that what it observes
+//! after a step is what a program in lock-step reads at the next one.
 
 use std::collections::HashSet;
 

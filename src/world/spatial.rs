@@ -289,6 +289,12 @@ pub fn groups_match(a: CollisionGroups, b: CollisionGroups) -> bool {
 /// more than the tests (about 1,000 instructions a robot-step).
 const FEW_BLOCKS: usize = 32;
 
+/// Whether the boxes `lo..hi` and `min..max` overlap (touching counts).
+#[inline]
+fn overlaps(lo: Vec2, hi: Vec2, min: Vec2, max: Vec2) -> bool {
+    lo.x <= max.x && lo.y <= max.y && hi.x >= min.x && hi.y >= min.y
+}
+
 /// The world's discs and fixed rectangles, gridded. See the module docs.
 #[derive(Resource, Debug, Default)]
 pub struct SpatialIndex {
@@ -362,15 +368,14 @@ impl SpatialIndex {
     /// 32 of them (`FEW_BLOCKS`: a room's walls and boxes) each is tested; past that, those the
     /// grid lists in the cells `min..max` overlaps.
     pub fn blocks_in(&self, min: Vec2, max: Vec2, out: &mut Vec<u32>) {
+        if self.block_bounds.len() > FEW_BLOCKS {
+            return self.blocks_in_grid(min, max, out);
+        }
         out.clear();
-        if self.blocks.len() <= FEW_BLOCKS {
-            for i in 0..self.blocks.len() as u32 {
-                if self.block_overlaps(i, min, max) {
-                    out.push(i);
-                }
+        for (i, &(lo, hi)) in self.block_bounds.iter().enumerate() {
+            if overlaps(lo, hi, min, max) {
+                out.push(i as u32);
             }
-        } else {
-            self.blocks_in_grid(min, max, out);
         }
     }
 
@@ -380,13 +385,10 @@ impl SpatialIndex {
         self.block_grid.for_each(min, max, |i| out.push(i));
         out.sort_unstable();
         out.dedup();
-        out.retain(|&i| self.block_overlaps(i, min, max));
-    }
-
-    #[inline]
-    fn block_overlaps(&self, i: u32, min: Vec2, max: Vec2) -> bool {
-        let (lo, hi) = self.block_bounds[i as usize];
-        lo.x <= max.x && lo.y <= max.y && hi.x >= min.x && hi.y >= min.y
+        out.retain(|&i| {
+            let (lo, hi) = self.block_bounds[i as usize];
+            overlaps(lo, hi, min, max)
+        });
     }
 
     /// Every fixed rectangle listed in a grid cell that `min..max` overlaps, once per such cell
