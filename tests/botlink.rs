@@ -775,7 +775,7 @@ fn lockstep_run(steps: u32, jitter: u64) -> (String, Vec<(f32, f32)>) {
     let seen = a.join().unwrap();
     b.join().unwrap();
     assert_eq!(app.world().resource::<crsim::botlink::LinkStats>().late, 0);
-    (app.world().resource::<crsim::sim::TrajectoryHash>().hex(), seen)
+    (app.world().resource::<crsim::sim::PerEnv<crsim::sim::TrajectoryHash>>().only().hex(), seen)
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crsim::run::physics_step::{OffThread, StepThread};
 use crsim::run::report::build_report;
 use crsim::scene::schema::*;
 use crsim::scene::{PendingScene, SceneSource, load_scene_file};
-use crsim::sim::{Passes, SimClock, SimTime, TrajectoryHash};
+use crsim::sim::{Passes, PerEnv, SimClock, SimTime, TrajectoryHash};
 use crsim::skills::{Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crsim::world::{Boxed, Held, PenBox, Seeable, Sonar, SonarEcho};
 
@@ -469,7 +469,7 @@ fn run_scene(path: &str, steps: u64, seed: Option<u64>) -> String {
     }
     let mut app = app(scene);
     run_steps(&mut app, steps);
-    app.world().resource::<TrajectoryHash>().hex()
+    app.world().resource::<PerEnv<TrajectoryHash>>().only().hex()
 }
 
 #[test]
@@ -491,7 +491,10 @@ fn the_hash_does_not_depend_on_how_steps_are_batched() {
         run_steps(&mut many, n);
     }
     assert_eq!(many.world().resource::<SimTime>().step, 240);
-    assert_eq!(one.world().resource::<TrajectoryHash>(), many.world().resource::<TrajectoryHash>());
+    assert_eq!(
+        one.world().resource::<PerEnv<TrajectoryHash>>().only(),
+        many.world().resource::<PerEnv<TrajectoryHash>>().only()
+    );
 }
 
 #[test]
@@ -507,7 +510,10 @@ fn real_time_pacing_does_not_change_the_trajectory() {
     let steps = paced.world().resource::<SimTime>().step;
     let mut manual = app(scene);
     run_steps(&mut manual, steps);
-    assert_eq!(paced.world().resource::<TrajectoryHash>(), manual.world().resource::<TrajectoryHash>());
+    assert_eq!(
+        paced.world().resource::<PerEnv<TrajectoryHash>>().only(),
+        manual.world().resource::<PerEnv<TrajectoryHash>>().only()
+    );
 }
 
 #[derive(Component)]
@@ -549,7 +555,10 @@ fn the_trajectory_does_not_depend_on_other_archetypes_in_the_world() {
     crowded.cleanup();
     crowded.update();
     run_steps(&mut crowded, 300);
-    assert_eq!(plain.world().resource::<TrajectoryHash>(), crowded.world().resource::<TrajectoryHash>());
+    assert_eq!(
+        plain.world().resource::<PerEnv<TrajectoryHash>>().only(),
+        crowded.world().resource::<PerEnv<TrajectoryHash>>().only()
+    );
 }
 
 #[test]
@@ -563,7 +572,10 @@ fn reloading_a_scene_restarts_it_exactly() {
     reloaded.update();
     assert_eq!(reloaded.world().resource::<SimTime>().step, 0);
     run_steps(&mut reloaded, 200);
-    assert_eq!(fresh.world().resource::<TrajectoryHash>(), reloaded.world().resource::<TrajectoryHash>());
+    assert_eq!(
+        fresh.world().resource::<PerEnv<TrajectoryHash>>().only(),
+        reloaded.world().resource::<PerEnv<TrajectoryHash>>().only()
+    );
     let count = |app: &mut App| app.world_mut().query::<&Robot>().iter(app.world()).count();
     assert_eq!(count(&mut reloaded), 3);
 }
@@ -654,7 +666,7 @@ fn golden_hash_of_the_kinematic_swarm() {
     scene.physics = PhysicsMode::Kinematic;
     let mut app = app(scene);
     run_steps(&mut app, 1000);
-    assert_eq!(app.world().resource::<TrajectoryHash>().hex(), GOLDEN_KINEMATIC_SWARM);
+    assert_eq!(app.world().resource::<PerEnv<TrajectoryHash>>().only().hex(), GOLDEN_KINEMATIC_SWARM);
 }
 
 const GOLDEN_KINEMATIC_SWARM: &str = "8777b09239e3230f";
@@ -809,7 +821,7 @@ fn grips_and_releases_do_not_depend_on_how_many_steps_a_frame_runs() {
             run_steps(&mut app, n);
         }
         assert_eq!(app.world().resource::<SimTime>().step, 2500);
-        app.world().resource::<TrajectoryHash>().hex()
+        app.world().resource::<PerEnv<TrajectoryHash>>().only().hex()
     };
     let by_500 = hash_after(&[500; 5]);
     assert_eq!(hash_after(&[100; 25]), by_500);
@@ -837,7 +849,7 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
             let off_thread = app.world().resource::<StepThread>().off_thread;
             assert_eq!(off_thread > 0, policy == OffThread::Always, "{policy:?}: {off_thread} steps off the thread");
             let bumps = app.world_mut().query::<&Odometry>().iter(app.world()).map(|o| o.collisions).sum::<u32>();
-            (app.world().resource::<TrajectoryHash>().hex(), bumps)
+            (app.world().resource::<PerEnv<TrajectoryHash>>().only().hex(), bumps)
         };
         let one = hash_with(1, OffThread::Never);
         assert!(one.1 > 0, "the robots bump into each other");

@@ -18,7 +18,7 @@ use crate::control::network::NetworkController;
 use crate::robot::{
     AppliedDrive, Battery, BumpEvent, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot, pose,
 };
-use crate::sim::{RobotOrder, SimTime, TrajectoryHash};
+use crate::sim::{PerEnv, RobotOrder, SimTime, TrajectoryHash};
 use crate::skills::{SkillCompleted, SkillStarted};
 use crate::world::{Boxed, Held, Pen, Sonar};
 
@@ -209,7 +209,7 @@ pub fn map_rows(ex: &Explorer) -> Vec<String> {
 /// After every step: the records of the step just run, channel by channel.
 pub(super) fn capture(
     time: Res<SimTime>,
-    hash: Res<TrajectoryHash>,
+    hash: Res<PerEnv<TrajectoryHash>>,
     order: Res<RobotOrder>,
     mut rec: ResMut<Recorder>,
     mut inputs: ResMut<InputLog>,
@@ -240,7 +240,7 @@ pub(super) fn capture(
     rec.last_step = Some(step);
     let name = |e: Entity| names.get(e).map(|n| n.to_string()).unwrap_or_default();
     let mut events = std::mem::take(&mut rec.pending);
-    record_step(rec, &time, &hash, &sonars, &name, &mut events);
+    record_step(rec, &time, hash.only(), &sonars, &name, &mut events);
     record_robots(rec, step, &order, &robots);
     record_pens(rec, step, first, &order, &robot_info, &pens, &pen_order, &name, &mut events);
     events.extend(

@@ -16,7 +16,7 @@ use crate::control::explore::{Cell, Dir, Explorer, Move, Phase};
 use crate::control::network::NetworkController;
 use crate::robot::{AppliedDrive, Battery, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot};
 use crate::sim::hash::Fnv;
-use crate::sim::{RobotOrder, SimClock, SimTime, TrajectoryHash};
+use crate::sim::{PerEnv, RobotOrder, SimClock, SimTime, TrajectoryHash};
 use crate::world::{Boxed, Held, Pen, Sonar};
 
 /// Where the shown state comes from.
@@ -209,7 +209,7 @@ fn show(
     order: Res<RobotOrder>,
     pen_order: Res<PenOrder>,
     mut time: ResMut<SimTime>,
-    mut hash: ResMut<TrajectoryHash>,
+    mut hash: ResMut<PerEnv<TrajectoryHash>>,
     mut robots: Query<Shown, (With<Robot>, Without<Pen>)>,
     mut pens: Query<(&mut Transform, Option<&Held>, Has<Boxed>), (With<Pen>, Without<Robot>)>,
     mut sonars: Query<(&Name, &mut Sonar)>,
@@ -223,7 +223,7 @@ fn show(
     }
     time.step = f.step.step;
     if let Ok(h) = u64::from_str_radix(&f.step.hash, 16) {
-        *hash = TrajectoryHash(Fnv(h));
+        *hash.only_mut() = TrajectoryHash(Fnv(h));
     }
     let r = &f.robots;
     for (i, &e) in order.0.iter().enumerate() {

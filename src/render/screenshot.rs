@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 
-use crate::sim::{SimTime, TrajectoryHash};
+use crate::sim::{PerEnv, SimTime, TrajectoryHash};
 
 /// Frames to wait for the capture before giving up.
 const TIMEOUT_FRAMES: u32 = 1200;
@@ -36,7 +36,7 @@ fn take_screenshot(
     mut captured: MessageReader<Captured>,
     mut exit: MessageWriter<AppExit>,
     time: Res<SimTime>,
-    hash: Res<TrajectoryHash>,
+    hash: Res<PerEnv<TrajectoryHash>>,
 ) {
     job.frames += 1;
     if captured.read().count() > 0 && job.saved_at.is_none() {
@@ -57,7 +57,7 @@ fn take_screenshot(
         info!("screenshot written to {}", job.path.display());
         // No step runs after this frame, so a headless run of this many steps must agree.
         println!("app stopped at step {}", time.step);
-        println!("hash: {}", hash.hex());
+        println!("hash: {}", hash.only().hex());
         exit.write(AppExit::Success);
     } else if job.frames > job.before + TIMEOUT_FRAMES {
         error!("no screenshot was captured after {TIMEOUT_FRAMES} frames");

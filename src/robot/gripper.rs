@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::*;
 
 use super::{GripCommand, GripSensor, PoseCache, Robot};
-use crate::sim::RobotOrder;
+use crate::sim::{Env, PerEnv, RobotOrder};
 use crate::world::{Boxed, Held, PenBox, SpatialIndex, groups};
 
 /// The gripper and what it holds.
@@ -49,9 +49,9 @@ pub(super) fn carry_held_pens(
 
 pub(super) fn apply_gripper(
     mut commands: Commands,
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     order: Res<RobotOrder>,
-    mut robots: Query<(Entity, &Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper)>,
+    mut robots: Query<(Entity, &Transform, &PoseCache, &Robot, &GripCommand, &GripSensor, &mut Gripper, &Env)>,
     mut boxes: Query<&mut PenBox>,
 ) {
     // The robots with something to do (grip a pen in reach, or let go), found in one pass over
@@ -59,7 +59,7 @@ pub(super) fn apply_gripper(
     // order would cost a lookup each.
     let mut acting: Vec<Entity> = robots
         .iter()
-        .filter(|(.., cmd, sensor, gripper)| match (cmd.close, gripper.holding) {
+        .filter(|(.., cmd, sensor, gripper, _)| match (cmd.close, gripper.holding) {
             (true, None) => sensor.pen_in_reach.is_some(),
             (false, Some(_)) => true,
             _ => false,
@@ -73,7 +73,7 @@ pub(super) fn apply_gripper(
     let mut taken: Vec<Entity> = Vec::new();
     // Robot order decides who gets a pen two robots reach for in the same step.
     for &entity in order.0.iter().filter(|e| acting.binary_search(e).is_ok()) {
-        let Ok((_, transform, cache, robot, cmd, sensor, mut gripper)) = robots.get_mut(entity) else {
+        let Ok((_, transform, cache, robot, cmd, sensor, mut gripper, env)) = robots.get_mut(entity) else {
             continue;
         };
         match (cmd.close, gripper.holding) {
@@ -91,7 +91,8 @@ pub(super) fn apply_gripper(
                 gripper.holding = None;
                 let at = carry_point(transform, cache, robot, &gripper);
                 // The box it is over, as the network's percept saw it.
-                let container = index.block_at(at, CollisionGroups::new(Group::ALL, groups::BOX)).map(|b| b.entity);
+                let container =
+                    indices[*env].block_at(at, CollisionGroups::new(Group::ALL, groups::BOX)).map(|b| b.entity);
                 let mut pen_commands = commands.entity(pen);
                 pen_commands.remove::<Held>().insert(Transform::from_translation(at.extend(0.0)));
                 match container.and_then(|b| boxes.get_mut(b).ok().map(|pb| (b, pb))) {

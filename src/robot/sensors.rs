@@ -15,7 +15,7 @@ use bevy_rapier2d::prelude::CollisionGroups;
 
 use super::gripper::front_point;
 use super::{Battery, Gripper, Odometry, PoseCache, Robot, angle_of, pose, wrap_angle};
-use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::sim::{Env, EnvStart, Passes, PerEnv, RobotOrder, SimTime};
 use crate::world::spatial::{groups_match, seeable_groups};
 use crate::world::{Seeable, SpatialIndex, groups};
 
@@ -156,17 +156,18 @@ pub struct PowerSensor {
 }
 
 pub(super) fn sense_bump(
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
-    mut robots: Query<(Entity, &Robot, &Transform, &CollisionGroups, &mut BumpSensor, &mut Odometry)>,
+    mut robots: Query<(Entity, &Robot, &Transform, &CollisionGroups, &mut BumpSensor, &mut Odometry, &Env)>,
     mut events: MessageWriter<BumpEvent>,
 ) {
     let touch = |scratch: &mut (Vec<(Entity, Vec2)>, Vec<u32>), item: BumpItem| {
-        let (entity, robot, transform, groups, mut bump, mut odo) = item;
+        let (entity, robot, transform, groups, mut bump, mut odo, env) = item;
         let (found, blocks) = scratch;
-        contacts(&index, entity, robot, transform, *groups, found, blocks);
+        contacts(&indices[*env], entity, robot, transform, *groups, found, blocks);
         let new = found.iter().filter(|f| !bump.touching.contains(&f.0)).count();
         odo.collisions += new as u32;
         let bumped = new > 0;
@@ -188,18 +189,22 @@ pub(super) fn sense_bump(
     // Each robot writes only its own sensor: the same in any order, on any thread.
     passes.each_mut_with(order.0.len(), &mut robots, || (Vec::new(), Vec::new()), touch);
     // Events in robot order, whatever ran where.
-    for &e in &order.0 {
-        if let Ok((_, _, _, _, bump, _)) = robots.get(e)
-            && bump.bumped
-        {
-            for &other in &bump.started {
-                events.write(BumpEvent { robot: e, other, step: time.step });
+    for (env, of_env) in order.envs() {
+        let step = starts.step_of(env, time.step);
+        for &e in of_env {
+            if let Ok((_, _, _, _, bump, _, _)) = robots.get(e)
+                && bump.bumped
+            {
+                for &other in &bump.started {
+                    events.write(BumpEvent { robot: e, other, step });
+                }
             }
         }
     }
 }
 
-type BumpItem<'a> = (Entity, &'a Robot, &'a Transform, &'a CollisionGroups, Mut<'a, BumpSensor>, Mut<'a, Odometry>);
+type BumpItem<'a> =
+    (Entity, &'a Robot, &'a Transform, &'a CollisionGroups, Mut<'a, BumpSensor>, Mut<'a, Odometry>, &'a Env);
 
 /// Every solid body a robot's body touches within [`TOUCH`], sorted, each with the direction
 /// towards its nearest point. Geometric: rapier reports contacts from a prediction distance on.
@@ -235,18 +240,19 @@ fn contacts(
 }
 
 pub(super) fn sense_camera(
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
-    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RobotCamera, &mut CameraView)>,
+    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RobotCamera, &mut CameraView, &Env)>,
 ) {
-    let step = time.step;
-    let look = |scratch: &mut CameraScratch, (entity, robot, (transform, cache), camera, mut view): CameraItem| {
+    let look = |scratch: &mut CameraScratch, (entity, robot, (transform, cache), camera, mut view, env): CameraItem| {
         // Stagger refreshes so a period of k spreads the work over k steps.
+        let step = starts.step_of(*env, time.step);
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(camera.period.max(1))) {
             let view = &mut *view;
-            camera_picture(&index, entity, transform, cache, camera, scratch, &mut view.seen);
+            camera_picture(&indices[*env], entity, transform, cache, camera, scratch, &mut view.seen);
             view.step = step;
         }
     };
@@ -282,7 +288,8 @@ struct CameraScratch {
     cone: Option<Cone>,
 }
 
-type CameraItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>);
+type CameraItem<'a> =
+    (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RobotCamera, Mut<'a, CameraView>, &'a Env);
 
 /// What a camera at `transform` sees, nearest first, into `seen` (its old picture, whose room
 /// is reused); `blocks` is scratch space.
@@ -393,21 +400,22 @@ fn cone_bounds(pos: Vec2, facing: Vec2, half: f32, (sin, cos): (f32, f32), range
 }
 
 pub(super) fn sense_range(
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
-    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RangeSensor, &mut RangeScan)>,
+    mut robots: Query<(Entity, &Robot, (&Transform, &PoseCache), &RangeSensor, &mut RangeScan, &Env)>,
 ) {
     if robots.is_empty() {
         return;
     }
-    let step = time.step;
-    let scan = |scratch: &mut RangeScratch, (entity, robot, (transform, cache), sensor, mut scan): RangeItem| {
+    let scan = |scratch: &mut RangeScratch, (entity, robot, (transform, cache), sensor, mut scan, env): RangeItem| {
+        let step = starts.step_of(*env, time.step);
         if (step + u64::from(robot.index)).is_multiple_of(u64::from(sensor.period.max(1))) {
             let PoseCache { heading, .. } = cache.current(transform);
             let pos = transform.translation.truncate();
-            range_scan(&index, entity, pos, heading, sensor, scratch, &mut scan.distances);
+            range_scan(&indices[*env], entity, pos, heading, sensor, scratch, &mut scan.distances);
             scan.step = step;
         }
     };
@@ -445,7 +453,7 @@ impl RangeScratch {
     }
 }
 
-type RangeItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RangeSensor, Mut<'a, RangeScan>);
+type RangeItem<'a> = (Entity, &'a Robot, (&'a Transform, &'a PoseCache), &'a RangeSensor, Mut<'a, RangeScan>, &'a Env);
 
 /// What a range sensor at `pos` heading `heading` reads, beam by beam, into `out`: the distance
 /// along each beam to the first wall, box, pen or robot (not `entity` itself, not a charging
@@ -627,12 +635,13 @@ pub fn ray_disc(origin: Vec2, dir: Vec2, center: Vec2, radius: f32) -> Option<f3
 }
 
 pub(super) fn sense_grip(
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
-    mut robots: Query<(&Robot, &Transform, &PoseCache, &Gripper, &mut GripSensor)>,
+    mut robots: Query<(&Robot, &Transform, &PoseCache, &Gripper, &mut GripSensor, &Env)>,
 ) {
-    passes.each_mut(order.0.len(), &mut robots, |(robot, transform, cache, gripper, mut sensor)| {
+    passes.each_mut(order.0.len(), &mut robots, |(robot, transform, cache, gripper, mut sensor, env)| {
+        let index = &indices[*env];
         let front = front_point(transform, cache, robot);
         let mut best: Option<(f32, Entity)> = None;
         // Free pens only: held and boxed pens are out of the physics world and the index.

@@ -15,7 +15,7 @@ use crate::scene::{
     ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneOverrides, SceneSource, SceneStatus,
 };
 use crate::sim::rng::SimSeed;
-use crate::sim::{LoadSystems, RobotOrder, SimClock, SimTime, TrajectoryHash};
+use crate::sim::{Env, EnvStart, LoadSystems, PerEnv, RobotOrder, SimClock, SimTime, TrajectoryHash};
 use crate::world::spawn_world;
 
 pub(super) fn plugin(app: &mut App) {
@@ -41,7 +41,8 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     }
     physics::new_context(world, scene.dt, scene.substeps);
     world.insert_resource(SimTime { step: 0, dt: scene.dt as f32, dt_exact: scene.dt });
-    world.insert_resource(TrajectoryHash::default());
+    world.insert_resource(PerEnv::<TrajectoryHash>::one());
+    world.insert_resource(PerEnv::<EnvStart>::one());
     world.insert_resource(SimSeed(scene.seed));
     world.resource_mut::<SimClock>().clear();
     // In place before anything spawns: the subsystems' observers read the robots' entries.
@@ -60,6 +61,6 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
         physics::init_body(world, robot, scene.physics);
         order.push(robot);
     }
-    world.insert_resource(RobotOrder(order));
-    world.write_message(SceneLoaded { generation });
+    world.insert_resource(RobotOrder::single(order));
+    world.write_message(SceneLoaded { generation, env: Env::FIRST });
 }

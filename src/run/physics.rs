@@ -16,7 +16,7 @@ use bevy_rapier2d::rapier::math::Pose;
 use crate::robot::{ReportedPose, Robot};
 use crate::scene::ActiveScene;
 use crate::scene::schema::PhysicsMode;
-use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::sim::{Env, Passes, PerEnv, RobotOrder, SimTime};
 use crate::world::kinematic::{Give, Mover, Separator};
 use crate::world::{Arena, DiscRadius, PendingPhysics, SpatialIndex};
 
@@ -153,7 +153,7 @@ fn step_kinematic(
     time: Res<SimTime>,
     active: Res<ActiveScene>,
     arena: Res<Arena>,
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
     mut bodies: KinematicBodies,
@@ -179,7 +179,7 @@ fn step_kinematic(
     for _ in 0..substeps {
         let moved = at.iter().zip(&velocities).map(|(p, v)| *p + *v * part).collect();
         at.clear();
-        at.extend_from_slice(separator.separate(&movers, moved, arena, &index, &passes));
+        at.extend_from_slice(separator.separate(&movers, moved, arena, indices.only(), &passes));
     }
     for ((mut transform, _, _, _, _, outside), p) in bodies.iter_mut().zip(&at) {
         let translation = p.extend(transform.translation.z);
@@ -370,6 +370,7 @@ pub(super) fn new_context(world: &mut World, dt: f64, substeps: u32) {
         RapierContextSimulation::default(),
         RapierConfiguration { gravity: Vec2::ZERO, ..RapierConfiguration::new(1.0) },
         DefaultRapierContext,
+        Env::FIRST,
     ));
     world.insert_resource(TimestepMode::Fixed { dt: dt as f32, substeps: substeps as usize });
     world.resource_mut::<Time<Fixed>>().set_timestep_seconds(dt);

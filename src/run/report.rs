@@ -12,7 +12,7 @@ use super::until::RunUntil;
 use crate::robot::{Battery, Odometry, Robot, pose};
 use crate::scene::{ActiveScene, SceneOverrides};
 use crate::sim::rng::SimSeed;
-use crate::sim::{ReportSections, RobotOrder, SimTime, TrajectoryHash};
+use crate::sim::{PerEnv, ReportSections, RobotOrder, SimTime, TrajectoryHash};
 use crate::world::{Boxed, Held, Pen};
 
 /// Per-robot results.
@@ -76,7 +76,7 @@ pub struct RunReport {
 /// Gathers the report of the loaded scene as it stands.
 pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
     let time = *world.resource::<SimTime>();
-    let hash = world.resource::<TrajectoryHash>().hex();
+    let hash = world.resource::<PerEnv<TrajectoryHash>>().only().hex();
     let seed = world.resource::<SimSeed>().0;
     let scene = world.get_resource::<ActiveScene>().map_or_else(String::new, |s| s.scene.name.clone());
     let order = world.resource::<RobotOrder>().0.clone();

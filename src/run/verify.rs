@@ -123,7 +123,7 @@ pub fn verify(
         }
     }
     let hash = rec.end.as_ref().map(|e| e.hash.clone()).unwrap_or_default();
-    let final_hash = app.world().resource::<crate::sim::TrajectoryHash>().hex();
+    let final_hash = app.world().resource::<crate::sim::PerEnv<crate::sim::TrajectoryHash>>().only().hex();
     if !hash.is_empty() && rec.end.as_ref().is_some_and(|e| e.last_step == last) && final_hash != hash {
         return Ok(Verdict::Differs { step: last, recorded: hash, now: final_hash, robot: None });
     }

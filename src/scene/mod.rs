@@ -23,8 +23,10 @@ pub use load::{SceneLoadError, default_scene, load_scene_file, load_scene_file_w
 pub use overrides::SceneOverrides;
 pub use schema::SceneFile;
 
-/// Marks every entity that belongs to the loaded scene (despawned on reload).
+/// Marks every entity that belongs to the loaded scene (despawned on reload), in its
+/// environment ([`crate::sim::Env`]; the first unless it is spawned with another).
 #[derive(Component, Debug, Clone, Copy, Default)]
+#[require(crate::sim::Env)]
 pub struct SceneEntity;
 
 /// Where the loaded scene came from.
@@ -89,4 +91,6 @@ pub struct SceneStatus {
 #[derive(Message, Debug, Clone, Copy)]
 pub struct SceneLoaded {
     pub generation: u64,
+    /// The environment it was loaded into.
+    pub env: crate::sim::Env,
 }

@@ -40,8 +40,9 @@ impl Fnv {
     }
 }
 
-/// The running trajectory hash of the loaded scene.
-#[derive(Resource, Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The running trajectory hash of an environment's scene (kept in a
+/// [`crate::sim::PerEnv`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TrajectoryHash(pub Fnv);
 
 impl TrajectoryHash {

@@ -17,6 +17,7 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::PhysicsSet;
 
 pub mod clock;
+pub mod env;
 pub mod hash;
 pub mod optional;
 pub mod order;
@@ -26,6 +27,7 @@ pub mod stages;
 pub mod stop;
 
 pub use clock::{ClockMode, SimClock, Speed, StepGate};
+pub use env::{Env, EnvStart, PerEnv};
 pub use hash::TrajectoryHash;
 pub use optional::{add_optional_systems, any_with, drop_unused_systems};
 pub use order::RobotOrder;
@@ -274,7 +276,8 @@ pub(super) fn plugin(app: &mut App) {
     }
     app.init_resource::<SimTime>()
         .init_resource::<Passes>()
-        .init_resource::<TrajectoryHash>()
+        .init_resource::<PerEnv<TrajectoryHash>>()
+        .init_resource::<PerEnv<EnvStart>>()
         .init_resource::<RobotOrder>()
         .init_resource::<StepGate>()
         .init_resource::<ReportSections>()
@@ -368,16 +371,25 @@ impl StepSchedules {
     }
 }
 
-/// Folds every robot's pose into the trajectory hash, in robot order.
-fn hash_poses(time: Res<SimTime>, order: Res<RobotOrder>, robots: Query<&Transform>, mut hash: ResMut<TrajectoryHash>) {
-    let h = &mut hash.0;
-    h.write_u64(time.step);
-    for &e in &order.0 {
-        if let Ok(t) = robots.get(e) {
-            h.write_f32(t.translation.x);
-            h.write_f32(t.translation.y);
-            h.write_f32(t.rotation.z);
-            h.write_f32(t.rotation.w);
+/// Folds every robot's pose into its environment's trajectory hash, with the environment's own
+/// step, robot by robot in order.
+fn hash_poses(
+    time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
+    order: Res<RobotOrder>,
+    robots: Query<&Transform>,
+    mut hashes: ResMut<PerEnv<TrajectoryHash>>,
+) {
+    for (env, of_env) in order.envs() {
+        let h = &mut hashes.reach(env).0;
+        h.write_u64(starts.step_of(env, time.step));
+        for &e in of_env {
+            if let Ok(t) = robots.get(e) {
+                h.write_f32(t.translation.x);
+                h.write_f32(t.translation.y);
+                h.write_f32(t.rotation.z);
+                h.write_f32(t.rotation.w);
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::ros2::{Ros2Bridge, Ros2Request};
 use crate::run::hot_reload::reload_from;
 use crate::scene::schema::PhysicsMode;
 use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus};
-use crate::sim::{SimClock, SimTime, Speed, StepGate, TrajectoryHash};
+use crate::sim::{PerEnv, SimClock, SimTime, Speed, StepGate, TrajectoryHash};
 use crate::skills::{EmergencyStop, Executor, SkillGroup};
 use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
 
@@ -343,7 +343,7 @@ fn control_panel(
     mut contexts: EguiContexts,
     mut clock: ResMut<SimClock>,
     time: Res<SimTime>,
-    hash: Res<TrajectoryHash>,
+    hash: Res<PerEnv<TrajectoryHash>>,
     mut scene: SceneView,
     mut panel_width: ResMut<PanelWidth>,
     mut selection: ResMut<Selection>,
@@ -381,9 +381,9 @@ fn control_panel(
             emergency_stop(ui, &mut bots.estop);
             fold(ui, "Run", |ui| {
                 if record.replay.is_none() {
-                    run_section(ui, &mut clock, &time, &hash, scene.active.as_deref(), &mut scene.pending);
+                    run_section(ui, &mut clock, &time, hash.only(), scene.active.as_deref(), &mut scene.pending);
                 } else {
-                    ui.label(format!("step {}   hash {}", time.step, hash.hex()));
+                    ui.label(format!("step {}   hash {}", time.step, hash.only().hex()));
                 }
                 let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is| (t + 1, b + u32::from(is)));
                 ui.label(format!("robots: {}   pens boxed: {boxed} / {total}", bots.links.iter().len()));

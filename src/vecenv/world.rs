@@ -15,7 +15,7 @@ use crate::run::headless::headless_app_with;
 use crate::run::until::Until;
 use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
 use crate::scene::{PendingScene, SceneSource};
-use crate::sim::{Passes, SimTime, StepSchedules, TrajectoryHash, drop_unused_systems};
+use crate::sim::{Passes, PerEnv, SimTime, StepSchedules, TrajectoryHash, drop_unused_systems};
 use crate::world::Arena;
 
 /// Values of one robot's action: linear and angular speed as fractions of its maxima (clamped
@@ -404,7 +404,7 @@ impl EnvWorld {
 
     /// The trajectory hash so far, as `crsim run` prints it.
     pub fn hash(&self) -> String {
-        self.world.resource::<TrajectoryHash>().hex()
+        self.world.resource::<PerEnv<TrajectoryHash>>().only().hex()
     }
 
     /// Steps the world has run since its scene was loaded.
@@ -467,7 +467,7 @@ mod tests {
         assert_eq!(dropped, 20);
         run_steps(&mut all, 400);
         run_steps(&mut trimmed, 400);
-        let hash = |app: &App| app.world().resource::<TrajectoryHash>().hex();
+        let hash = |app: &App| app.world().resource::<PerEnv<TrajectoryHash>>().only().hex();
         assert_eq!(hash(&trimmed), hash(&all));
         assert_eq!(trimmed.world().resource::<SimTime>().step, 400);
     }

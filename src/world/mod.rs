@@ -3,12 +3,13 @@
 //! the spatial index (`spatial.rs`) the robots' sensors ask where these and the robots are.
 
 use bevy::prelude::*;
+use bevy_rapier2d::plugin::context::systemparams::{RapierContext, RapierContextItem};
 use bevy_rapier2d::prelude::*;
 
 use crate::scene::SceneLoaded;
 use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
 use crate::scene::{SceneEntity, geometry::all_walls};
-use crate::sim::{FixedSense, LoadSystems, SenseSystems, SimSystems};
+use crate::sim::{FixedSense, LoadSystems, PerEnv, SenseSystems, SimSystems};
 
 pub mod kinematic;
 mod sonar;
@@ -111,7 +112,7 @@ pub enum Seeable {
 pub(super) fn plugin(app: &mut App) {
     app.add_message::<SonarEcho>()
         .insert_resource(Arena { width: 1.0, height: 1.0 })
-        .init_resource::<SpatialIndex>()
+        .insert_resource(PerEnv::<SpatialIndex>::one())
         .add_systems(
             FixedSense,
             (
@@ -122,6 +123,18 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(FixedUpdate, spatial::index_after_physics.in_set(SimSystems::Physics).after(PhysicsSet::Writeback))
         .add_systems(PreUpdate, spatial::forget_on_load.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React));
     crate::sim::add_optional_systems(app, FixedSense, sonar::sense_sonars, crate::sim::any_with::<Sonar>);
+}
+
+/// A physics context as bevy_rapier's queries take it, from a query of [`RapierContext`] (a
+/// world of several environments has a context each: they are looked up, not taken as the
+/// single one).
+pub fn context_of<'w, 's, 'a>(item: RapierContextItem<'w, 's, 'a>) -> RapierContext<'w> {
+    RapierContext {
+        simulation: item.simulation,
+        colliders: item.colliders,
+        joints: item.joints,
+        rigidbody_set: item.rigidbody_set,
+    }
 }
 
 fn v(p: (f32, f32)) -> Vec2 {

@@ -4,11 +4,12 @@
 //! arena's edge.
 
 use bevy::prelude::*;
+use bevy_rapier2d::plugin::context::systemparams::RapierContext;
 use bevy_rapier2d::prelude::*;
 
 use super::spatial::Block;
 use super::{Arena, Seeable, SpatialIndex, groups};
-use crate::sim::SimTime;
+use crate::sim::{Env, EnvStart, PerEnv, SimTime};
 
 /// A sonar and its current reading.
 #[derive(Component, Debug, Clone)]
@@ -63,16 +64,21 @@ pub struct SonarEcho {
 const MAX_BEAM: f32 = 1.0e4;
 
 pub(super) fn sense_sonars(
-    rapier: ReadRapierContext,
+    contexts: Query<(RapierContext<'static>, &Env)>,
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     arena: Res<Arena>,
-    index: Res<SpatialIndex>,
-    mut sonars: Query<(Entity, &Transform, &mut Sonar)>,
+    indices: Res<PerEnv<SpatialIndex>>,
+    mut sonars: Query<(Entity, &Transform, &mut Sonar, &Env)>,
     bodies: Query<&Transform>,
     mut echoes: MessageWriter<SonarEcho>,
 ) {
-    let Ok(ctx) = rapier.single() else { return };
-    for (entity, transform, mut sonar) in &mut sonars {
+    for (entity, transform, mut sonar, env) in &mut sonars {
+        // The physics context of the sonar's environment (a world holds few).
+        let Some(ctx) = contexts.iter().find(|(_, e)| *e == env).map(|(ctx, _)| super::context_of(ctx)) else {
+            continue;
+        };
+        let index = &indices[*env];
         let origin = transform.translation.truncate();
         let length = if sonar.through_walls {
             sonar.range.unwrap_or(f32::INFINITY).min(to_arena_edge(origin, sonar.axis, &arena))
@@ -124,7 +130,7 @@ pub(super) fn sense_sonars(
             }
             if !previous.iter().any(|(e, _)| *e == robot) {
                 sonar.detections += 1;
-                echoes.write(SonarEcho { sonar: entity, robot, distance, step: time.step });
+                echoes.write(SonarEcho { sonar: entity, robot, distance, step: starts.step_of(*env, time.step) });
             }
             sonar.inside.push((robot, distance));
         }

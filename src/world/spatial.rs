@@ -16,7 +16,8 @@ use bevy::prelude::*;
 use bevy_rapier2d::prelude::{ColliderDisabled, CollisionGroups, Group, Sensor};
 
 use super::{Arena, PenBox, Seeable, Wall};
-use crate::sim::SimTime;
+use crate::scene::SceneLoaded;
+use crate::sim::{Env, PerEnv, SimTime};
 
 /// Side of a grid cell, metres: about a camera's range, so a camera query reads a few cells.
 pub const CELL: f32 = 1.0;
@@ -295,8 +296,9 @@ fn overlaps(lo: Vec2, hi: Vec2, min: Vec2, max: Vec2) -> bool {
     lo.x <= max.x && lo.y <= max.y && hi.x >= min.x && hi.y >= min.y
 }
 
-/// The world's discs and fixed rectangles, gridded. See the module docs.
-#[derive(Resource, Debug, Default)]
+/// An environment's discs and fixed rectangles, gridded (kept in a [`PerEnv`]). See the module
+/// docs.
+#[derive(Debug, Default)]
 pub struct SpatialIndex {
     /// The discs cell by cell (in the order given within a cell), so a query reads each row of
     /// cells it overlaps as one contiguous slice.
@@ -319,6 +321,11 @@ impl SpatialIndex {
     pub fn set_discs(&mut self, arena: Vec2, discs: impl IntoIterator<Item = Disc>) {
         self.given.clear();
         self.given.extend(discs);
+        self.grid_given(arena);
+    }
+
+    /// Sorts the discs given into cells.
+    fn grid_given(&mut self, arena: Vec2) {
         if self.disc_grid.cols == 0 || self.disc_grid.max != arena {
             self.disc_grid = CellGrid::new(Vec2::ZERO, arena, CELL);
         }
@@ -423,27 +430,37 @@ impl SpatialIndex {
     }
 }
 
-/// Rebuilds the discs from the world as it stands; `step` is the step whose sensing will use
-/// them.
+/// Rebuilds the discs of the environments `stale` picks from the world as it stands; `step` is
+/// the step whose sensing will use them. Within an environment, the discs keep the order of
+/// the query.
 fn rebuild_discs(
-    index: &mut SpatialIndex,
+    indices: &mut PerEnv<SpatialIndex>,
     arena: &Arena,
     step: u64,
-    bodies: &Query<
-        (Entity, &Transform, &CollisionGroups, Option<&Seeable>, &DiscRadius, Has<Sensor>),
-        Without<ColliderDisabled>,
-    >,
+    bodies: &DiscBodies,
+    stale: impl Fn(&SpatialIndex) -> bool,
 ) {
-    let discs = bodies.iter().map(|(entity, t, groups, kind, r, sensor)| Disc {
-        entity,
-        pos: t.translation.truncate(),
-        radius: r.0,
-        kind: kind.copied(),
-        groups: *groups,
-        sensor,
-    });
-    index.set_discs(Vec2::new(arena.width, arena.height), discs);
-    index.fresh_for = Some(step);
+    let picked: Vec<bool> = indices.0.iter().map(&stale).collect();
+    for (index, _) in indices.0.iter_mut().zip(&picked).filter(|(_, p)| **p) {
+        index.given.clear();
+    }
+    for (entity, t, groups, kind, r, sensor, env) in bodies {
+        if picked.get(env.index()).copied().unwrap_or(false) {
+            indices[*env].given.push(Disc {
+                entity,
+                pos: t.translation.truncate(),
+                radius: r.0,
+                kind: kind.copied(),
+                groups: *groups,
+                sensor,
+            });
+        }
+    }
+    let arena = Vec2::new(arena.width, arena.height);
+    for (index, _) in indices.0.iter_mut().zip(&picked).filter(|(_, p)| **p) {
+        index.grid_given(arena);
+        index.fresh_for = Some(step);
+    }
 }
 
 /// The radius a body has in the index (robots, pens and pads get it when they spawn).
@@ -453,66 +470,87 @@ pub struct DiscRadius(pub f32);
 type DiscBodies<'w, 's> = Query<
     'w,
     's,
-    (Entity, &'static Transform, &'static CollisionGroups, Option<&'static Seeable>, &'static DiscRadius, Has<Sensor>),
+    (
+        Entity,
+        &'static Transform,
+        &'static CollisionGroups,
+        Option<&'static Seeable>,
+        &'static DiscRadius,
+        Has<Sensor>,
+        &'static Env,
+    ),
     Without<ColliderDisabled>,
 >;
 
 /// After the physics step: the discs where the step left them, for the sensors of the next
 /// step (the radio, which delivers before the physics step, keeps a grid of its own).
 pub(super) fn index_after_physics(
-    mut index: ResMut<SpatialIndex>,
+    mut indices: ResMut<PerEnv<SpatialIndex>>,
     arena: Res<Arena>,
     time: Res<SimTime>,
     bodies: DiscBodies,
 ) {
-    rebuild_discs(&mut index, &arena, time.step + 1, &bodies);
+    rebuild_discs(&mut indices, &arena, time.step + 1, &bodies, |_| true);
 }
 
-/// Before sensing: rebuilds what changed since (a freshly loaded scene, moved walls).
+/// Before sensing: rebuilds what changed since (a freshly loaded scene, moved walls), in each
+/// environment where it changed.
 #[allow(clippy::type_complexity)]
 pub(super) fn index_before_sensing(
-    mut index: ResMut<SpatialIndex>,
+    mut indices: ResMut<PerEnv<SpatialIndex>>,
     arena: Res<Arena>,
     time: Res<SimTime>,
     bodies: DiscBodies,
     blocks: Query<
-        (Entity, &Transform, &CollisionGroups, Option<&Wall>, Option<&PenBox>, Option<&Seeable>),
+        (Entity, &Transform, &CollisionGroups, Option<&Wall>, Option<&PenBox>, Option<&Seeable>, &Env),
         Or<(With<Wall>, With<PenBox>)>,
     >,
-    changed: Query<(), (Or<(With<Wall>, With<PenBox>)>, Or<(Changed<Transform>, Added<CollisionGroups>)>)>,
+    changed: Query<&Env, (Or<(With<Wall>, With<PenBox>)>, Or<(Changed<Transform>, Added<CollisionGroups>)>)>,
     mut removed_walls: RemovedComponents<Wall>,
     mut removed_boxes: RemovedComponents<PenBox>,
     mut known_arena: Local<Option<Arena>>,
+    mut dirty: Local<Vec<bool>>,
 ) {
-    let arena_changed = *known_arena != Some(*arena);
-    let removed = removed_walls.read().count() + removed_boxes.read().count() > 0;
-    if arena_changed || removed || !changed.is_empty() {
-        *known_arena = Some(*arena);
-        let list = blocks
-            .iter()
-            .filter_map(|(entity, t, groups, wall, pen_box, kind)| {
-                let size = wall.map(|w| w.size).or(pen_box.map(|b| b.size))?;
-                let axis = (t.rotation * Vec3::X).truncate().normalize_or(Vec2::X);
-                Some(Block {
-                    entity,
-                    center: t.translation.truncate(),
-                    half: size / 2.0,
-                    axis,
-                    kind: kind.copied(),
-                    groups: *groups,
-                })
-            })
-            .collect();
-        index.set_blocks(Vec2::new(arena.width, arena.height), list);
+    let everywhere = *known_arena != Some(*arena);
+    *known_arena = Some(*arena);
+    dirty.clear();
+    dirty.resize(indices.len(), everywhere);
+    for env in &changed {
+        if let Some(d) = dirty.get_mut(env.index()) {
+            *d = true;
+        }
     }
-    if !index.fresh_for(time.step) {
-        rebuild_discs(&mut index, &arena, time.step, &bodies);
+    // A removed wall or box has no environment left to tell: the one whose index holds it.
+    for gone in removed_walls.read().chain(removed_boxes.read()) {
+        for (d, index) in dirty.iter_mut().zip(&indices.0) {
+            *d |= index.blocks.iter().any(|b| b.entity == gone);
+        }
+    }
+    if dirty.contains(&true) {
+        let mut lists: Vec<Vec<Block>> = vec![Vec::new(); indices.len()];
+        for (entity, t, groups, wall, pen_box, kind, env) in &blocks {
+            let Some(list) = lists.get_mut(env.index()).filter(|_| dirty[env.index()]) else { continue };
+            let Some(size) = wall.map(|w| w.size).or(pen_box.map(|b| b.size)) else { continue };
+            let axis = (t.rotation * Vec3::X).truncate().normalize_or(Vec2::X);
+            let center = t.translation.truncate();
+            list.push(Block { entity, center, half: size / 2.0, axis, kind: kind.copied(), groups: *groups });
+        }
+        let size = Vec2::new(arena.width, arena.height);
+        for ((index, list), _) in indices.0.iter_mut().zip(lists).zip(dirty.iter()).filter(|(_, d)| **d) {
+            index.set_blocks(size, list);
+        }
+    }
+    if indices.0.iter().any(|index| !index.fresh_for(time.step)) {
+        rebuild_discs(&mut indices, &arena, time.step, &bodies, |index| !index.fresh_for(time.step));
     }
 }
 
-/// A scene was loaded: its bodies are indexed before its first step is sensed.
-pub(super) fn forget_on_load(mut index: ResMut<SpatialIndex>) {
-    index.fresh_for = None;
+/// A scene was loaded into an environment: its bodies are indexed before its first step is
+/// sensed.
+pub(super) fn forget_on_load(mut indices: ResMut<PerEnv<SpatialIndex>>, mut loaded: MessageReader<SceneLoaded>) {
+    for loaded in loaded.read() {
+        indices.reach(loaded.env).fresh_for = None;
+    }
 }
 
 /// Every kind of body the camera can recognise, as collision groups.

@@ -31,7 +31,7 @@ use crate::robot::{
 };
 use crate::scene::ActiveScene;
 use crate::sim::rng::stream;
-use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::sim::{Env, EnvStart, Passes, PerEnv, RobotOrder, SimTime};
 use crate::skills::{Executor, Grip, Release, SkillFacade, SkillRequest, Velocity};
 use crate::world::{Boxed, Held, Seeable, SpatialIndex, Station, groups};
 
@@ -431,6 +431,7 @@ type ThinkItem<'a> = (
     Mut<'a, NetworkController>,
     (&'a Executor, Mut<'a, SkillRequest>, Mut<'a, Pursuing>),
     (&'a RadioIn, Mut<'a, RadioOut>),
+    &'a Env,
 );
 
 /// One think step of every network robot. Each robot reads the world and writes only its own
@@ -438,8 +439,9 @@ type ThinkItem<'a> = (
 /// chunks, with the same results as one by one.
 #[allow(clippy::too_many_arguments)]
 pub(in crate::control) fn think<'w>(
-    index: Res<SpatialIndex>,
+    indices: Res<PerEnv<SpatialIndex>>,
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     passes: Res<Passes>,
     order: Res<RobotOrder>,
     mut robots: Query<(
@@ -451,13 +453,13 @@ pub(in crate::control) fn think<'w>(
         &mut NetworkController,
         (&Executor, &mut SkillRequest, &mut Pursuing),
         (&RadioIn, &mut RadioOut),
+        &Env,
     )>,
     names: Query<'w, '_, &Name>,
     held: Query<&Held>,
     boxed: Query<(), With<Boxed>>,
     kinds: Query<&Seeable>,
 ) {
-    let now = time.step;
     // `seen` is each chunk's scratch lists of candidates, one per subject kind, reused from robot
     // to robot.
     let think_one = |seen: &mut [Vec<Candidate<'w>>; SubjectKind::ALL.len()], item: ThinkItem| {
@@ -470,7 +472,10 @@ pub(in crate::control) fn think<'w>(
             mut nc,
             (executor, mut request, mut pursuing),
             (inbox, mut out),
+            env,
         ) = item;
+        let now = starts.step_of(*env, time.step);
+        let index = &indices[*env];
         let nc = &mut *nc;
         let me = name.as_str();
         let (pos, heading) = cache.pose(transform);
