@@ -777,7 +777,7 @@ fn radio_parameters_from_the_scene_shape_delivery() {
         run_steps(&mut app, 1);
     }
     assert_eq!(got_at, Some((4, Payload::Text("hello b".into()), 0, 3)));
-    let stats = app.world().resource::<Radio>().0.stats.clone();
+    let stats = app.world().resource::<PerEnv<Radio>>().only().0.stats.clone();
     // c's outgoing link is off: its broadcast to a and b is dropped, twice.
     assert_eq!(stats.dropped.get(DropCause::LinkOff), 2);
     assert_eq!((stats.sent, stats.delivered, stats.in_flight), (3, 1, 0));
@@ -806,7 +806,7 @@ fn a_sends_range_is_measured_where_the_robots_were_when_it_was_sent(mode: Physic
     let inbox = &app.world().get::<RadioIn>(b).unwrap().0;
     assert_eq!(inbox.iter().map(|m| m.content().clone()).collect::<Vec<_>>(), [Payload::Text("near?".into())]);
     assert!(app.world().get::<RadioIn>(c).unwrap().0.is_empty());
-    let stats = &app.world().resource::<Radio>().0.stats;
+    let stats = &app.world().resource::<PerEnv<Radio>>().only().0.stats;
     assert_eq!((stats.delivered, stats.dropped.get(DropCause::OutOfRange)), (1, 1), "{stats:?}");
 }
 
@@ -885,7 +885,7 @@ fn the_hash_is_the_same_on_one_thread_and_on_several() {
         app.world_mut().resource_mut::<StepThread>().policy = policy;
         app.add_systems(FixedUpdate, chatter.in_set(crsim::sim::ThinkSystems::Receive));
         run_steps(&mut app, 20);
-        let stats = app.world().resource::<Radio>().0.stats.clone();
+        let stats = app.world().resource::<PerEnv<Radio>>().only().0.stats.clone();
         let mut inboxes: Vec<(String, Vec<(String, u64, Payload)>)> = app
             .world_mut()
             .query::<(&Name, &RadioIn)>()

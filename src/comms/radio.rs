@@ -16,8 +16,10 @@ use super::{DropCause, Message, PlannedChunk};
 use crate::robot::Robot;
 use crate::scene::schema::{ControllerSpec, RobotCommsSpec, SceneFile};
 use crate::scene::{ActiveScene, SceneLoaded};
-use crate::sim::rng::stream_seed;
-use crate::sim::{LoadSystems, PASS_CHUNK, Passes, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::sim::rng::{SimSeed, stream_seed};
+use crate::sim::{
+    Env, EnvStart, LoadSystems, PASS_CHUNK, Passes, PerEnv, RobotOrder, SimSystems, SimTime, add_report_section,
+};
 use crate::world::spatial::CellGrid;
 
 /// The robot's communication abilities (seed 000), as written in the scene.
@@ -79,9 +81,16 @@ impl Payload {
     }
 }
 
-/// The communication model of the running scene.
-#[derive(Resource, Debug)]
+/// The communication model of an environment's scene (kept in a [`PerEnv`]: the robots of one
+/// environment never hear another's).
+#[derive(Debug)]
 pub struct Radio(pub CommsModel<Payload>);
+
+impl Default for Radio {
+    fn default() -> Self {
+        Radio(CommsModel::new(SystemParams::default(), 64, stream_seed(0, "comms", 0)))
+    }
+}
 
 /// What a robot sends this step.
 #[derive(Component, Debug, Default)]
@@ -92,7 +101,7 @@ pub struct RadioOut(pub Vec<(Target, Payload)>);
 pub struct RadioIn(pub Vec<Message<Payload>>);
 
 pub(super) fn plugin(app: &mut App) {
-    app.insert_resource(Radio(CommsModel::new(SystemParams::default(), 64, stream_seed(0, "comms", 0))))
+    app.insert_resource(PerEnv::<Radio>::one())
         .add_observer(give_radio)
         .add_observer(take_radio)
         .add_systems(PreUpdate, rebuild_radio.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
@@ -109,20 +118,38 @@ fn give_radio(add: On<Add, Robot>, active: Res<ActiveScene>, robots: Query<&Robo
     commands.entity(add.entity).insert((abilities, RadioOut::default(), RadioIn::default()));
 }
 
-fn take_radio(remove: On<Remove, CommAbilities>, names: Query<&Name>, mut radio: ResMut<Radio>) {
-    if let Ok(name) = names.get(remove.entity) {
+fn take_radio(remove: On<Remove, CommAbilities>, names: Query<(&Name, &Env)>, mut radios: ResMut<PerEnv<Radio>>) {
+    if let Ok((name, env)) = names.get(remove.entity)
+        && let Some(radio) = radios.0.get_mut(env.index())
+    {
         // A robot of a scene being replaced may already be gone from the new model.
         let _ = radio.0.unregister(name.as_str());
     }
 }
 
-/// A fresh model for a freshly loaded scene, every robot registered in robot order, but for the
-/// robots of outside programs, which register when their program says so (seed 000).
-fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query<&Name>, mut radio: ResMut<Radio>) {
-    let c = &active.scene.comms;
+/// A fresh model for each environment a scene was just loaded into, every robot registered in
+/// robot order, but for the robots of outside programs, which register when their program says
+/// so (seed 000).
+fn rebuild_radio(
+    active: Res<ActiveScene>,
+    order: Res<RobotOrder>,
+    seeds: Res<PerEnv<SimSeed>>,
+    robots: Query<&Name>,
+    mut radios: ResMut<PerEnv<Radio>>,
+    mut loaded: MessageReader<SceneLoaded>,
+) {
+    for env in loaded.read().map(|l| l.env) {
+        let seed = seeds.0.get(env.index()).map_or(active.scene.seed, |s| s.0);
+        *radios.reach(env) = scene_radio(&active.scene, seed, order.of(env), &robots);
+    }
+}
+
+/// The model of `scene` with `seed` for the robots `order` (in robot order).
+fn scene_radio(scene: &SceneFile, seed: u64, order: &[Entity], robots: &Query<&Name>) -> Radio {
+    let c = &scene.comms;
     let system = SystemParams { link: c.link, range: c.range, delay: c.delay, probability: c.probability };
-    let mut model = CommsModel::new(system, c.inbox_capacity, stream_seed(active.scene.seed, "comms", 0));
-    for (spec, &e) in active.scene.robots.iter().zip(&order.0) {
+    let mut model = CommsModel::new(system, c.inbox_capacity, stream_seed(seed, "comms", 0));
+    for (spec, &e) in scene.robots.iter().zip(order) {
         let Ok(name) = robots.get(e) else { continue };
         if matches!(spec.controller, ControllerSpec::Program {}) {
             continue;
@@ -136,7 +163,7 @@ fn rebuild_radio(active: Res<ActiveScene>, order: Res<RobotOrder>, robots: Query
         let params = PairParams { link: p.link, range: p.range, delay: p.delay, probability: p.probability };
         model.set_pair(&p.from, &p.to, params);
     }
-    radio.0 = model;
+    Radio(model)
 }
 
 /// Registers a robot (seed 000's registerRobot) with the communication type `kind` and the
@@ -267,23 +294,28 @@ struct Outgoing {
     payload: Option<Payload>,
 }
 
+type RadioRobots<'w, 's> =
+    Query<'w, 's, (&'static Name, &'static Transform, &'static mut RadioOut, &'static mut RadioIn), With<Robot>>;
+
+/// The communicate stage: each environment's radio sends what its robots say and hands out what
+/// is due to them.
 #[allow(clippy::too_many_arguments)]
 fn deliver(
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     mut log: ResMut<RadioLog>,
     order: Res<RobotOrder>,
     passes: Res<Passes>,
-    mut radio: ResMut<Radio>,
-    mut robots: Query<(&Name, &Transform, &mut RadioOut, &mut RadioIn), With<Robot>>,
-    mut slots: Local<Slots>,
+    mut radios: ResMut<PerEnv<Radio>>,
+    mut robots: RadioRobots,
+    mut slots: Local<Vec<Slots>>,
     mut outgoing: Local<Vec<Outgoing>>,
 ) {
     if log.enabled {
         log.sends.clear();
     }
     let talking = robots.iter().any(|(_, _, out, _)| !out.0.is_empty());
-    let model = &mut radio.0;
-    if model.stats.in_flight == 0 && !talking {
+    if !talking && radios.0.iter().all(|radio| radio.0.stats.in_flight == 0) {
         // Nothing queued anywhere: only clear what was delivered last step.
         for (_, _, _, mut inbox) in &mut robots {
             if !inbox.0.is_empty() {
@@ -292,9 +324,51 @@ fn deliver(
         }
         return;
     }
-    if slots.generation != model.generation() || order.is_changed() || slots.by_order.len() != order.0.len() {
+    slots.resize_with(radios.len(), Slots::default);
+    let changed = order.is_changed();
+    for ((env, radio), slots) in radios.iter_mut().zip(slots.iter_mut()) {
+        let step = starts.step_of(env, time.step);
+        let stage = Stage { step, order: order.of(env), order_changed: changed, passes: &passes };
+        deliver_in(&stage, &mut log, &mut radio.0, &mut robots, slots, &mut outgoing);
+    }
+}
+
+/// What one environment's communicate stage is given.
+struct Stage<'a> {
+    /// The environment's own step.
+    step: u64,
+    /// Its robots in robot order.
+    order: &'a [Entity],
+    /// Whether the world's robot order changed since the last step.
+    order_changed: bool,
+    passes: &'a Passes,
+}
+
+/// One environment's communicate stage.
+fn deliver_in(
+    stage: &Stage,
+    log: &mut RadioLog,
+    model: &mut CommsModel<Payload>,
+    robots: &mut RadioRobots,
+    slots: &mut Slots,
+    outgoing: &mut Vec<Outgoing>,
+) {
+    let Stage { step, order, order_changed, passes } = *stage;
+    let talking = order.iter().any(|&e| robots.get(e).is_ok_and(|(_, _, out, _)| !out.0.is_empty()));
+    if model.stats.in_flight == 0 && !talking {
+        // Nothing queued here: only clear what was delivered last step.
+        for &e in order {
+            if let Ok((_, _, _, mut inbox)) = robots.get_mut(e)
+                && !inbox.0.is_empty()
+            {
+                inbox.0.clear();
+            }
+        }
+        return;
+    }
+    if slots.generation != model.generation() || order_changed || slots.by_order.len() != order.len() {
         let by_order: Vec<Option<RobotId>> =
-            order.0.iter().map(|&e| robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()))).collect();
+            order.iter().map(|&e| robots.get(e).ok().and_then(|(n, ..)| model.id(n.as_str()))).collect();
         let positions = vec![None; by_order.iter().flatten().map(|&id| id as usize + 1).max().unwrap_or(0)];
         *slots = Slots { generation: model.generation(), by_order, positions, ..Slots::default() };
     }
@@ -302,7 +376,7 @@ fn deliver(
         let Slots { by_order, positions, grid, chunks, .. } = &mut *slots;
         // Robots send in robot order.
         outgoing.clear();
-        for (&e, id) in order.0.iter().zip(by_order.iter()) {
+        for (&e, id) in order.iter().zip(by_order.iter()) {
             let Ok((name, transform, mut out, _)) = robots.get_mut(e) else { continue };
             let pos = transform.translation.truncate();
             if let Some(id) = *id {
@@ -341,15 +415,15 @@ fn deliver(
                     }
                 };
                 let payload = out.payload.take().expect("planned once");
-                model.plan(out.sender, to, time.step, &near, distance, &mut planned, payload);
+                model.plan(out.sender, to, step, &near, distance, &mut planned, payload);
             }
             // Grouped by receiver here, in parallel, for the serial part of applying them.
             model.seal(&mut planned);
             planned
         };
         // Applied as if sent one by one in robot order: each receiver's queue fills in that order.
-        *chunks = passes.map_chunks_mut(&mut outgoing, decide);
-        let sent = model.apply_all(time.step, chunks, &passes);
+        *chunks = passes.map_chunks_mut(outgoing, decide);
+        let sent = model.apply_all(step, chunks, passes);
         if log.enabled {
             for (out, sent) in outgoing.drain(..).zip(sent) {
                 let to = match out.target {
@@ -360,8 +434,8 @@ fn deliver(
             }
         }
     }
-    model.hand_out_all(time.step, &passes);
-    for (&e, &id) in order.0.iter().zip(slots.by_order.iter()) {
+    model.hand_out_all(step, passes);
+    for (&e, &id) in order.iter().zip(slots.by_order.iter()) {
         let Ok((_, _, _, mut inbox)) = robots.get_mut(e) else { continue };
         // Touched only when something changes (the radio panel watches for changes).
         if !inbox.0.is_empty() || id.is_some_and(|id| model.has_ready(id)) {
@@ -393,7 +467,7 @@ fn receivers_around(
 fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
     let order = world.resource::<RobotOrder>().0.clone();
     let names: Vec<String> = order.iter().filter_map(|&e| world.get::<Name>(e)).map(|n| n.to_string()).collect();
-    let radio = world.get_resource::<Radio>()?;
+    let radio = world.get_resource::<PerEnv<Radio>>()?.0.first()?;
     let robots: Vec<serde_json::Value> = names
         .iter()
         .filter_map(|n| radio.0.robot(n).map(|r| (n, &r.stats)))

@@ -24,8 +24,8 @@ pub mod simple;
 use crate::robot::Robot;
 use crate::scene::ActiveScene;
 use crate::scene::schema::ControllerSpec;
-use crate::sim::rng::stream;
-use crate::sim::{ThinkSystems, add_optional_systems, any_with};
+use crate::sim::rng::{SimSeed, stream};
+use crate::sim::{Env, PerEnv, ThinkSystems, add_optional_systems, any_with};
 use crate::world::Arena;
 
 /// Which controller drives the robot, as written in the scene.
@@ -81,16 +81,18 @@ pub enum ControllerSystems {
 struct AttachParams<'w, 's> {
     active: Res<'w, ActiveScene>,
     arena: Res<'w, Arena>,
-    robots: Query<'w, 's, (&'static Robot, &'static Transform, &'static Name)>,
+    seeds: Res<'w, PerEnv<SimSeed>>,
+    robots: Query<'w, 's, (&'static Robot, &'static Transform, &'static Name, &'static Env)>,
     network: network::NetworkAttach<'w, 's>,
     remote: remote::RemoteAttach<'w>,
 }
 
 /// Gives every robot the controller its scene names, as it is added.
 fn attach_controller(add: On<Add, Robot>, mut commands: Commands, mut p: AttachParams) {
-    let Ok((robot, transform, name)) = p.robots.get(add.entity) else { return };
+    let Ok((robot, transform, name, env)) = p.robots.get(add.entity) else { return };
     let Some(spec) = p.active.scene.robots.get(robot.index as usize) else { return };
-    let seed = p.active.scene.seed;
+    // Its environment's seed: environments of one scene differ in it.
+    let seed = p.seeds.0.get(env.index()).map_or(p.active.scene.seed, |s| s.0);
     let controller = spec.controller.clone();
     let kind = ControllerKind(controller.clone());
     match controller {

@@ -21,7 +21,7 @@ use crate::control::ControllerKind;
 use crate::control::explore::Explorer;
 use crate::robot::{DriveCommand, GripCommand, LampState, Robot};
 use crate::scene::schema::ControllerSpec;
-use crate::sim::{RobotOrder, SimTime};
+use crate::sim::{PerEnv, RobotOrder, SimTime};
 
 /// Whether a robot of this controller is driven from outside the process.
 pub fn driven_from_outside(c: &ControllerSpec) -> bool {
@@ -132,23 +132,24 @@ pub(super) fn params_at_step_start(
     order: Res<RobotOrder>,
     names: Query<&Name>,
     mut log: ResMut<InputLog>,
-    mut radio: ResMut<Radio>,
+    mut radios: ResMut<PerEnv<Radio>>,
     mut estop: ResMut<EmergencyStop>,
     mut explorers: Query<(&Robot, &mut Explorer)>,
 ) {
     let log = &mut *log;
+    let radio = radios.only_mut();
     match log.mode {
         InputMode::Off => {}
         InputMode::Record => {
             log.current = InputsRecord { step: time.step, ..default() };
             // Most steps change nothing: compare in place before building a snapshot.
             if let Some(last) = &log.last_params
-                && unchanged(last, &radio, estop.engaged, &order, &names, &explorers)
+                && unchanged(last, radio, estop.engaged, &order, &names, &explorers)
             {
                 return;
             }
             let sonar: Vec<(u32, bool)> = explorers.iter().map(|(r, e)| (r.index, e.sonar_alarm)).collect();
-            let now = snapshot(&radio, estop.engaged, &robot_names(&order, &names), &sonar);
+            let now = snapshot(radio, estop.engaged, &robot_names(&order, &names), &sonar);
             if log.last_params.as_ref() != Some(&now) {
                 log.current.params = Some(now.clone());
                 log.last_params = Some(now);
@@ -156,7 +157,7 @@ pub(super) fn params_at_step_start(
         }
         InputMode::Replay => {
             let Some(params) = log.script.get(&time.step).and_then(|r| r.params.clone()) else { return };
-            apply_radio(&mut radio, &robot_names(&order, &names), &params);
+            apply_radio(radio, &robot_names(&order, &names), &params);
             estop.engaged = params.estop;
             for (robot, mut ex) in &mut explorers {
                 if let Some(&on) = params.sonar.get(&robot.index) {

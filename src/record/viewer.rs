@@ -26,6 +26,7 @@ use super::format::*;
 use super::reader::{Frame, apply_explorer};
 use crate::comms::Radio;
 use crate::comms::model::SystemParams;
+use crate::sim::PerEnv;
 
 /// Version of the line protocol.
 pub const VIEWER_PROTOCOL: u32 = 1;
@@ -332,14 +333,18 @@ impl Sink for ViewerSink {
 }
 
 /// Every frame: serve viewers and apply what they sent.
-pub fn serve_viewers(server: Option<Res<ViewerServer>>, mut control: ResMut<ViewerControl>, mut radio: ResMut<Radio>) {
+pub fn serve_viewers(
+    server: Option<Res<ViewerServer>>,
+    mut control: ResMut<ViewerControl>,
+    mut radio: ResMut<PerEnv<Radio>>,
+) {
     let Some(server) = server else { return };
     for cmd in server.serve() {
         match cmd {
             ViewerCommand::Pause { paused } => control.paused = paused,
             ViewerCommand::Speed { factor } => control.speed = factor.filter(|f| f.is_finite() && *f > 0.0),
             ViewerCommand::Radio { system } => {
-                radio.0.system = system;
+                radio.only_mut().0.system = system;
             }
         }
     }

@@ -11,7 +11,7 @@ use bevy_rapier2d::prelude::*;
 
 use crate::scene::SceneEntity;
 use crate::scene::schema::RobotSpec;
-use crate::sim::{ActSystems, FixedSense, Passes, RobotOrder, SenseSystems, SimSystems};
+use crate::sim::{ActSystems, Env, FixedSense, Passes, RobotOrder, SenseSystems, SimSystems};
 use crate::world::{DiscRadius, PendingPhysics, Seeable, groups, transform2d};
 
 mod drive;
@@ -214,18 +214,20 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 /// Spawns the body of robot number `index` of a scene, with its den. Subsystems attach their
-/// own components (skills, bot link, radio, controller) in observers of the robot being added.
-pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<Entity>) -> Entity {
+/// own components (skills, bot link, radio, controller) in observers of the robot being added;
+/// it belongs to `env`.
+pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<Entity>, env: Env) -> Entity {
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
     let body = if spec.outside.is_some() { RigidBody::KinematicPositionBased } else { RigidBody::Dynamic };
-    let mut robot = world.spawn_empty();
+    // Its environment first: the observers of the parts below read it.
+    let mut robot = world.spawn(env);
     if spec.outside.is_some() {
         robot.insert(ReportedPose);
     }
     robot.insert((
         Name::new(spec.name.clone()),
-        SceneEntity,
+        (SceneEntity, env),
         Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
         Seeable::Robot,
         DiscRadius(spec.radius),

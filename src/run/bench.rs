@@ -132,7 +132,7 @@ pub fn run_bench_with(
     // A recording is part of the run: its last chunk is written within the time.
     app.world_mut().resource_mut::<crate::record::Recorder>().finish(false);
     let wall = start.elapsed().as_secs_f64().max(1e-9);
-    let deliveries = app.world().resource::<Radio>().0.stats.delivered;
+    let deliveries = app.world().resource::<crate::sim::PerEnv<Radio>>().only().0.stats.delivered;
     let botlink = app.world().resource::<BotManager>().timing;
     BenchResult {
         robots,

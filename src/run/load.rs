@@ -32,35 +32,61 @@ fn apply_pending_scene(world: &mut World) {
     }
 }
 
-/// Replaces the running simulation with `scene`. The scene must be valid (see
-/// [`crate::scene::validate::validate`]).
+/// Replaces the running simulation with `scene`, in a world of one environment. The scene must
+/// be valid (see [`crate::scene::validate::validate`]).
 pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
     let old: Vec<Entity> = world.query_filtered::<Entity, With<SceneEntity>>().iter(world).collect();
     for e in old {
         world.despawn(e);
     }
-    physics::new_context(world, scene.dt, scene.substeps);
+    physics::forget_contexts(world);
     world.insert_resource(SimTime { step: 0, dt: scene.dt as f32, dt_exact: scene.dt });
-    world.insert_resource(PerEnv::<TrajectoryHash>::one());
-    world.insert_resource(PerEnv::<EnvStart>::one());
-    world.insert_resource(SimSeed(scene.seed));
+    world.insert_resource(PerEnv::<TrajectoryHash>::default());
+    world.insert_resource(PerEnv::<EnvStart>::default());
+    world.insert_resource(PerEnv::<SimSeed>::default());
+    world.insert_resource(RobotOrder::default());
     world.resource_mut::<SimClock>().clear();
+    physics::set_step(world, scene.dt, scene.substeps);
     // In place before anything spawns: the subsystems' observers read the robots' entries.
     let generation = world.get_resource::<ActiveScene>().map_or(1, |a| a.generation + 1);
     world.insert_resource(ActiveScene { scene: scene.clone(), source, generation });
+    load_env(world, Env::FIRST, &scene);
+}
+
+/// Loads `scene` into environment `env` of the world, in place of what it held, while the other
+/// environments keep theirs: its entities, physics context, hash, step count and random streams
+/// start afresh, so it runs from here as a world of its own would from its start. The scene is
+/// the world's [`ActiveScene`] but for its seed (and must be valid, as for [`load_now`]).
+pub fn load_env(world: &mut World, env: Env, scene: &SceneFile) {
+    let old: Vec<Entity> = world
+        .query_filtered::<(Entity, &Env), With<SceneEntity>>()
+        .iter(world)
+        .filter(|(_, e)| **e == env)
+        .map(|(entity, _)| entity)
+        .collect();
+    for e in old {
+        world.despawn(e);
+    }
+    let context = physics::new_context(world, env);
+    let now = world.resource::<SimTime>().step;
+    *world.resource_mut::<PerEnv<TrajectoryHash>>().reach(env) = TrajectoryHash::default();
+    *world.resource_mut::<PerEnv<EnvStart>>().reach(env) = EnvStart(now);
+    *world.resource_mut::<PerEnv<SimSeed>>().reach(env) = SimSeed(scene.seed);
 
     // Each body goes into the physics world as soon as it is spawned (so the bodies enter in
     // spawn order): it then leaves the table it was spawned in before the next one arrives, so
     // that table never grows to hold every robot or pen. (Bevy keeps an emptied table's room:
     // at 10,000 network robots, about 25 MB that would stay allocated for the whole run.)
-    let dens = spawn_world(world, &scene, |world, body| physics::init_body(world, body, scene.physics));
+    let mode = scene.physics;
+    let dens = spawn_world(world, scene, env, |world, body| physics::init_body(world, body, mode, context));
     let mut order = Vec::with_capacity(scene.robots.len());
     for (i, spec) in scene.robots.iter().enumerate() {
         let den = spec.den.as_ref().and_then(|name| dens.iter().find(|(n, _)| n == name).map(|(_, e)| *e));
-        let robot = spawn_robot(world, spec, i as u32, den);
-        physics::init_body(world, robot, scene.physics);
+        let robot = spawn_robot(world, spec, i as u32, den, env);
+        physics::init_body(world, robot, mode, context);
         order.push(robot);
     }
-    world.insert_resource(RobotOrder::single(order));
-    world.write_message(SceneLoaded { generation, env: Env::FIRST });
+    world.resource_mut::<RobotOrder>().set(env, order);
+    let generation = world.resource::<ActiveScene>().generation;
+    world.write_message(SceneLoaded { generation, env });
 }

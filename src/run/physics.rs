@@ -358,22 +358,43 @@ fn quat_of(cos: f32, sin: f32) -> Quat {
     }
 }
 
-/// A fresh physics context for a scene with step `dt` and `substeps`: rapier's internal arenas
-/// then match a first load exactly.
-pub(super) fn new_context(world: &mut World, dt: f64, substeps: u32) {
+/// Despawns every physics context of the world (a scene is loaded anew).
+pub(super) fn forget_contexts(world: &mut World) {
     let contexts: Vec<Entity> = world.query_filtered::<Entity, With<RapierContextSimulation>>().iter(world).collect();
     for e in contexts {
         world.despawn(e);
     }
-    world.spawn((
+}
+
+/// The step every context of the world takes: the scene's `dt` in `substeps`.
+pub(super) fn set_step(world: &mut World, dt: f64, substeps: u32) {
+    world.insert_resource(TimestepMode::Fixed { dt: dt as f32, substeps: substeps as usize });
+    world.resource_mut::<Time<Fixed>>().set_timestep_seconds(dt);
+}
+
+/// A fresh physics context for environment `env`, in place of the one it had: rapier's internal
+/// arenas then match a first load exactly. The first environment's is the world's default one
+/// (what the app's panels and tests look at).
+pub(super) fn new_context(world: &mut World, env: Env) -> Entity {
+    let old: Vec<Entity> = world
+        .query_filtered::<(Entity, &Env), With<RapierContextSimulation>>()
+        .iter(world)
+        .filter(|(_, e)| **e == env)
+        .map(|(entity, _)| entity)
+        .collect();
+    for e in old {
+        world.despawn(e);
+    }
+    let mut context = world.spawn((
         Name::new("Rapier Context"),
         RapierContextSimulation::default(),
         RapierConfiguration { gravity: Vec2::ZERO, ..RapierConfiguration::new(1.0) },
-        DefaultRapierContext,
-        Env::FIRST,
+        env,
     ));
-    world.insert_resource(TimestepMode::Fixed { dt: dt as f32, substeps: substeps as usize });
-    world.resource_mut::<Time<Fixed>>().set_timestep_seconds(dt);
+    if env == Env::FIRST {
+        context.insert(DefaultRapierContext);
+    }
+    context.id()
 }
 
 /// The registered physics initialisation systems, run once per body on scene load.
@@ -392,7 +413,7 @@ struct PhysicsInit {
 ///
 /// In the kinematic model the robots and pens stay out of rapier (`step_kinematic` moves them):
 /// only the fixed bodies and the charging pads go in, for the ray and point queries.
-pub(super) fn init_body(world: &mut World, e: Entity, mode: PhysicsMode) {
+pub(super) fn init_body(world: &mut World, e: Entity, mode: PhysicsMode, context: Entity) {
     use bevy_rapier2d::plugin::systems::{init_colliders, init_rigid_bodies};
     let init = match world.get_resource::<PhysicsInit>() {
         Some(init) => *init,
@@ -414,7 +435,7 @@ pub(super) fn init_body(world: &mut World, e: Entity, mode: PhysicsMode) {
     }
     let transform = world.get::<Transform>(e).copied().unwrap_or_default();
     let mut entity = world.entity_mut(e);
-    entity.insert((pending.collider, GlobalTransform::from(transform)));
+    entity.insert((pending.collider, GlobalTransform::from(transform), RapierContextEntityLink(context)));
     if let Some(body) = pending.body {
         entity.insert((body, WrittenPose(GlobalTransform::from(transform))));
     }

@@ -77,7 +77,7 @@ pub struct RunReport {
 pub fn build_report(world: &mut World, wall_time_s: f64) -> RunReport {
     let time = *world.resource::<SimTime>();
     let hash = world.resource::<PerEnv<TrajectoryHash>>().only().hex();
-    let seed = world.resource::<SimSeed>().0;
+    let seed = world.resource::<PerEnv<SimSeed>>().only().0;
     let scene = world.get_resource::<ActiveScene>().map_or_else(String::new, |s| s.scene.name.clone());
     let order = world.resource::<RobotOrder>().0.clone();
     let mut robots_q = world.query::<(&Name, &Transform, &Odometry, &Battery)>();

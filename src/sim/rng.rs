@@ -1,12 +1,12 @@
 //! Seeded random streams. One scene seed feeds every random source; each subsystem (and each
 //! robot within it) gets its own stream, so adding a draw in one place never shifts another's.
 
-use bevy::prelude::*;
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
-/// The seed of the running scene (after any `--seed` override).
-#[derive(Resource, Debug, Clone, Copy, PartialEq, Eq)]
+/// The seed of an environment's scene (after any `--seed` override), kept in a
+/// [`crate::sim::PerEnv`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SimSeed(pub u64);
 
 /// A random stream: a fixed, documented algorithm (xoshiro256++), so runs reproduce across

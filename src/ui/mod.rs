@@ -289,7 +289,7 @@ type RobotView<'a> = (
 /// What the panel shows and edits of the radio.
 #[derive(SystemParam)]
 struct RadioView<'w> {
-    radio: ResMut<'w, crate::comms::Radio>,
+    radio: ResMut<'w, PerEnv<crate::comms::Radio>>,
     history: Res<'w, radio::RadioHistory>,
     partner: Res<'w, crate::render::Partner>,
 }
@@ -401,7 +401,7 @@ fn control_panel(
             ui.separator();
             radio::radio_section(
                 ui,
-                &mut radio_view.radio,
+                radio_view.radio.only_mut(),
                 &radio_view.history,
                 &selection,
                 &radio_view.partner,

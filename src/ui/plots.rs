@@ -16,7 +16,7 @@ use crate::experiment::plot::{TimePanel, write_time_series};
 use crate::render::picture::robot_rgb;
 use crate::robot::{Battery, Odometry, Robot};
 use crate::scene::ActiveScene;
-use crate::sim::SimTime;
+use crate::sim::{PerEnv, SimTime};
 use crate::world::{Boxed, Pen};
 
 /// Whether the plots window is open.
@@ -217,7 +217,7 @@ struct Truths {
 fn sample(
     time: Res<SimTime>,
     active: Option<Res<ActiveScene>>,
-    radio: Res<Radio>,
+    radio: Res<PerEnv<Radio>>,
     robots: Query<(&Name, &Robot, &Battery, &Odometry)>,
     explorers: Query<(Entity, &Name, &Robot, &Explorer)>,
     pens: Query<Has<Boxed>, With<Pen>>,
@@ -259,7 +259,7 @@ fn sample(
             .or_insert_with(|| ground_truth(&active.scene, ex.cell_size, ex.map.cols, ex.map.rows, ex.map.den));
         values.push((name.to_string(), Group::Coverage, robot_rgb(robot.index), ex.coverage(truth)));
     }
-    let stats = &radio.0.stats;
+    let stats = &radio.only().0.stats;
     values.push(("delivery ratio".to_string(), Group::Delivery, [200, 60, 60], stats.delivery_ratio()));
     values.push(("mean latency".to_string(), Group::Latency, [60, 110, 200], stats.mean_latency()));
     series.push(now, &values);

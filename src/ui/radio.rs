@@ -11,7 +11,7 @@ use egui_plot::{Legend, Line, Plot};
 
 use crate::comms::{Radio, RadioIn};
 use crate::render::{Partner, Selection};
-use crate::sim::SimTime;
+use crate::sim::{PerEnv, SimTime};
 use crate::ui::fold;
 
 /// Samples of the radio's delivery ratio and mean latency over simulated time.
@@ -37,7 +37,7 @@ pub fn plugin(app: &mut App) {
         .add_systems(Update, (sample_history, collect_flashes, draw_flashes).chain());
 }
 
-fn sample_history(time: Res<SimTime>, radio: Res<Radio>, mut history: ResMut<RadioHistory>) {
+fn sample_history(time: Res<SimTime>, radio: Res<PerEnv<Radio>>, mut history: ResMut<RadioHistory>) {
     let now = time.seconds();
     let last = history.samples.back().map_or(f64::NEG_INFINITY, |s| s[0]);
     if now < last {
@@ -46,7 +46,7 @@ fn sample_history(time: Res<SimTime>, radio: Res<Radio>, mut history: ResMut<Rad
     } else if now - last < SAMPLE_EVERY {
         return;
     }
-    let s = &radio.0.stats;
+    let s = &radio.only().0.stats;
     history.samples.push_back([now, s.delivery_ratio(), s.mean_latency()]);
     if history.samples.len() > SAMPLES {
         history.samples.pop_front();

@@ -15,7 +15,7 @@ use crate::record::replay::{Replay, ReplaySource};
 use crate::record::viewer::ViewerCommand;
 use crate::record::writer::FileSink;
 use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource};
-use crate::sim::SimTime;
+use crate::sim::{PerEnv, SimTime};
 
 /// What the recording section shows and edits.
 #[derive(SystemParam)]
@@ -238,7 +238,7 @@ fn replay_keys(
 
 /// The radio's system parameters edited in the panel go back to a watched simulation.
 fn send_radio_changes(
-    radio: Res<Radio>,
+    radio: Res<PerEnv<Radio>>,
     replay: Option<ResMut<Replay>>,
     mut last: Local<Option<crate::comms::model::SystemParams>>,
 ) {
@@ -246,7 +246,7 @@ fn send_radio_changes(
     if !matches!(replay.source, ReplaySource::Live(_)) {
         return;
     }
-    let now = radio.0.system;
+    let now = radio.only().0.system;
     if last.is_some_and(|l| l != now) {
         replay.send(&ViewerCommand::Radio { system: now });
     }

@@ -9,7 +9,7 @@ use bevy_rapier2d::prelude::*;
 use crate::scene::SceneLoaded;
 use crate::scene::schema::{BoxSpec, DenSpec, PenSpec, SceneFile, SonarSpec, StationSpec, WallSpec};
 use crate::scene::{SceneEntity, geometry::all_walls};
-use crate::sim::{FixedSense, LoadSystems, PerEnv, SenseSystems, SimSystems};
+use crate::sim::{Env, FixedSense, LoadSystems, PerEnv, SenseSystems, SimSystems};
 
 pub mod kinematic;
 mod sonar;
@@ -153,28 +153,29 @@ pub fn transform2d(pos: Vec2, angle: f32) -> Transform {
 pub fn spawn_world(
     world: &mut World,
     scene: &SceneFile,
+    env: Env,
     mut body: impl FnMut(&mut World, Entity),
 ) -> Vec<(String, Entity)> {
     world.insert_resource(Arena { width: scene.arena.width, height: scene.arena.height });
     for wall in all_walls(scene) {
-        let e = spawn_wall(world, &wall);
+        let e = spawn_wall(world, &wall, env);
         body(world, e);
     }
     for b in &scene.boxes {
-        let e = spawn_box(world, b);
+        let e = spawn_box(world, b, env);
         body(world, e);
     }
     for p in &scene.pens {
-        let e = spawn_pen(world, p);
+        let e = spawn_pen(world, p, env);
         body(world, e);
     }
-    let dens = scene.dens.iter().map(|d| (d.name.clone(), spawn_den(world, d))).collect();
+    let dens = scene.dens.iter().map(|d| (d.name.clone(), spawn_den(world, d, env))).collect();
     for s in &scene.stations {
-        let e = spawn_station(world, s);
+        let e = spawn_station(world, s, env);
         body(world, e);
     }
     for s in &scene.sonars {
-        spawn_sonar(world, s);
+        spawn_sonar(world, s, env);
     }
     dens
 }
@@ -183,14 +184,14 @@ fn solid(members: Group) -> CollisionGroups {
     CollisionGroups::new(members, Group::ALL)
 }
 
-fn spawn_wall(world: &mut World, w: &WallSpec) -> Entity {
+fn spawn_wall(world: &mut World, w: &WallSpec, env: Env) -> Entity {
     let (from, to) = (v(w.from), v(w.to));
     let d = to - from;
     let size = Vec2::new(d.length() + w.thickness, w.thickness);
     world
         .spawn((
             Name::new(w.name.clone()),
-            SceneEntity,
+            (SceneEntity, env),
             Wall { size },
             transform2d((from + to) / 2.0, d.y.atan2(d.x)),
             PendingPhysics::new(Some(RigidBody::Fixed), Collider::cuboid(size.x / 2.0, size.y / 2.0)),
@@ -200,12 +201,12 @@ fn spawn_wall(world: &mut World, w: &WallSpec) -> Entity {
         .id()
 }
 
-fn spawn_box(world: &mut World, b: &BoxSpec) -> Entity {
+fn spawn_box(world: &mut World, b: &BoxSpec, env: Env) -> Entity {
     let size = v(b.size);
     world
         .spawn((
             Name::new(b.name.clone()),
-            SceneEntity,
+            (SceneEntity, env),
             PenBox { size, pens: 0 },
             Seeable::Box,
             transform2d(v(b.center), b.angle.to_radians()),
@@ -216,11 +217,11 @@ fn spawn_box(world: &mut World, b: &BoxSpec) -> Entity {
         .id()
 }
 
-fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
+fn spawn_pen(world: &mut World, p: &PenSpec, env: Env) -> Entity {
     world
         .spawn((
             Name::new(p.name.clone()),
-            SceneEntity,
+            (SceneEntity, env),
             Pen { radius: p.radius },
             DiscRadius(p.radius),
             Seeable::Pen,
@@ -235,15 +236,17 @@ fn spawn_pen(world: &mut World, p: &PenSpec) -> Entity {
         .id()
 }
 
-fn spawn_den(world: &mut World, d: &DenSpec) -> Entity {
-    world.spawn((Name::new(d.name.clone()), SceneEntity, Den { radius: d.radius }, transform2d(v(d.pos), 0.0))).id()
+fn spawn_den(world: &mut World, d: &DenSpec, env: Env) -> Entity {
+    world
+        .spawn((Name::new(d.name.clone()), (SceneEntity, env), Den { radius: d.radius }, transform2d(v(d.pos), 0.0)))
+        .id()
 }
 
-fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
+fn spawn_station(world: &mut World, s: &StationSpec, env: Env) -> Entity {
     world
         .spawn((
             Name::new(s.name.clone()),
-            SceneEntity,
+            (SceneEntity, env),
             Station { radius: s.radius, rate: s.rate },
             DiscRadius(s.radius),
             Seeable::Station,
@@ -255,12 +258,12 @@ fn spawn_station(world: &mut World, s: &StationSpec) -> Entity {
         .id()
 }
 
-fn spawn_sonar(world: &mut World, s: &SonarSpec) -> Entity {
+fn spawn_sonar(world: &mut World, s: &SonarSpec, env: Env) -> Entity {
     let axis = Vec2::from_angle(s.axis.to_radians());
     world
         .spawn((
             Name::new(s.name.clone()),
-            SceneEntity,
+            (SceneEntity, env),
             Sonar::new(axis, s.width, s.range, s.through_walls),
             transform2d(v(s.pos), s.axis.to_radians()),
         ))

@@ -40,7 +40,7 @@ use crate::robot::{
 };
 use crate::scene::schema::{ControllerSpec, LatePolicy, ProgramsSpec};
 use crate::scene::{ActiveScene, PendingScene, SceneLoaded};
-use crate::sim::{LoadSystems, RobotOrder, SimTime, StepGate, ThinkSystems, add_report_section};
+use crate::sim::{Env, LoadSystems, PerEnv, RobotOrder, SimTime, StepGate, ThinkSystems, add_report_section};
 use crate::skills::{
     Blink, Follow, Grip, Lamp, MoveAhead, MoveFor, MoveTo, Release, SkillFacade, SkillRequest, Stop, TurnBy, TurnFor,
     TurnTo, Velocity,
@@ -163,8 +163,8 @@ pub(super) fn plugin(app: &mut App) {
 #[derive(SystemParam)]
 struct Registry<'w, 's> {
     active: Res<'w, ActiveScene>,
-    radio: ResMut<'w, Radio>,
-    robots: Query<'w, 's, (Entity, &'static Robot, &'static Name, Option<&'static mut Program>)>,
+    radios: ResMut<'w, PerEnv<Radio>>,
+    robots: Query<'w, 's, (Entity, &'static Robot, &'static Name, Option<&'static mut Program>, &'static Env)>,
 }
 
 impl Registry<'_, '_> {
@@ -183,7 +183,7 @@ impl Registry<'_, '_> {
                 errors.push(error(format!("robot \"{}\" is already driven by another program", r.name)));
                 continue;
             }
-            let Ok((_, robot, _, Some(mut program))) = self.robots.get_mut(entity) else {
+            let Ok((_, robot, _, Some(mut program), env)) = self.robots.get_mut(entity) else {
                 let kind = self.active.scene.robots.get(self.robots.get(entity).map_or(0, |r| r.1.index as usize));
                 let what = kind.map_or("another kind".to_string(), |k| controller_name(&k.controller));
                 errors.push(error(format!(
@@ -194,14 +194,13 @@ impl Registry<'_, '_> {
             };
             let (broadcast, point_to_point) = r.comm.abilities();
             let spec = &self.active.scene.robots[robot.index as usize];
-            let _ = self.radio.0.unregister(&r.name);
-            if let Err(e) =
-                register_robot(&mut self.radio.0, &spec.comms, &r.name, CommType { broadcast, point_to_point })
-            {
+            let radio = &mut self.radios.reach(*env).0;
+            let _ = radio.unregister(&r.name);
+            if let Err(e) = register_robot(radio, &spec.comms, &r.name, CommType { broadcast, point_to_point }) {
                 errors.push(error(e.to_string()));
                 continue;
             }
-            restore_pairs(&mut self.radio.0, &self.active.scene, &r.name);
+            restore_pairs(radio, &self.active.scene, &r.name);
             program.connection = Some(conn);
             program.comm = r.comm;
             program.disconnected = false;
@@ -217,20 +216,26 @@ impl Registry<'_, '_> {
         ServerFrame::Registered { robots: done, errors }
     }
 
-    /// Program robots driven inside the process join the radio, in scene order, as a program
-    /// registering them with the default abilities would have them join.
-    fn join_in_process(&mut self) {
+    /// Program robots driven inside the process join their environment's radio, in scene order,
+    /// as a program registering them with the default abilities would have them join: those of
+    /// the environments in `loaded`.
+    fn join_in_process(&mut self, loaded: &[Env]) {
         let comm = Comm::default();
         let (broadcast, point_to_point) = comm.abilities();
-        let mut robots: Vec<_> =
-            self.robots.iter_mut().filter_map(|(_, r, n, p)| Some((r.index, n.to_string(), p?))).collect();
-        robots.sort_by_key(|(index, ..)| *index);
-        for (index, name, mut program) in robots {
+        let mut robots: Vec<_> = self
+            .robots
+            .iter_mut()
+            .filter(|(.., env)| loaded.contains(env))
+            .filter_map(|(_, r, n, p, env)| Some((*env, r.index, n.to_string(), p?)))
+            .collect();
+        robots.sort_by_key(|(env, index, ..)| (*env, *index));
+        for (env, index, name, mut program) in robots {
             let spec = &self.active.scene.robots[index as usize];
-            let _ = self.radio.0.unregister(&name);
+            let radio = &mut self.radios.reach(env).0;
+            let _ = radio.unregister(&name);
             let kind = CommType { broadcast, point_to_point };
-            match register_robot(&mut self.radio.0, &spec.comms, &name, kind) {
-                Ok(()) => restore_pairs(&mut self.radio.0, &self.active.scene, &name),
+            match register_robot(radio, &spec.comms, &name, kind) {
+                Ok(()) => restore_pairs(radio, &self.active.scene, &name),
                 Err(e) => warn!("robot \"{name}\" cannot join the radio: {e}"),
             }
             program.comm = comm;
@@ -243,9 +248,11 @@ impl Registry<'_, '_> {
             server.owners.iter().filter(|(_, (c, _))| *c == conn).map(|(n, _)| n.clone()).collect();
         for name in names {
             server.owners.remove(&name);
-            let _ = self.radio.0.unregister(&name);
+            if let Some(radio) = self.radios.0.first_mut() {
+                let _ = radio.0.unregister(&name);
+            }
             if let Some(&e) = server.entities.get(&name)
-                && let Ok((_, _, _, Some(mut program))) = self.robots.get_mut(e)
+                && let Ok((_, _, _, Some(mut program), _)) = self.robots.get_mut(e)
             {
                 program.connection = None;
                 program.disconnected = true;
@@ -271,16 +278,19 @@ fn rejoin(
     mut server: ResMut<ProgramServer>,
     port: Res<ProgramPortOverride>,
     in_process: Option<Res<InProcess>>,
+    mut loaded: MessageReader<SceneLoaded>,
     mut registry: Registry,
 ) {
     let server = &mut *server;
-    server.entities = registry.robots.iter().map(|(e, _, n, _)| (n.to_string(), e)).collect();
+    let loaded: Vec<Env> = loaded.read().map(|l| l.env).collect();
+    // (Outside programs drive a world of one environment: its robots' names are its own.)
+    server.entities = registry.robots.iter().map(|(e, _, n, ..)| (n.to_string(), e)).collect();
     let mut settings = registry.active.scene.programs.clone();
     if let Some(p) = port.0 {
         settings.port = p;
     }
     let wanted: HashSet<String> = if in_process.is_some() {
-        registry.join_in_process();
+        registry.join_in_process(&loaded);
         HashSet::new()
     } else {
         program_robots(&registry.active).map(str::to_string).collect()
@@ -653,7 +663,7 @@ fn readings(
 ) -> BTreeMap<u64, Vec<Reading>> {
     let mut frames: BTreeMap<u64, Vec<Reading>> = BTreeMap::new();
     for &e in &order.0 {
-        let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(e) else { continue };
+        let Ok((_, _, _, Some(mut program), _)) = registry.robots.get_mut(e) else { continue };
         let Some(conn) = program.connection else { continue };
         let Ok(r) = sensed.get(e) else { continue };
         frames.entry(conn).or_default().push(reading(&r, &mut program, echoes, name_of));
@@ -827,7 +837,7 @@ fn hand_out(
             match check_action(server, id, &a, max_message) {
                 Err(error) => errors.push(ServerFrame::Error { error, step: Some(step), robot: Some(a.name.clone()) }),
                 Ok(entity) => {
-                    if let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(entity) {
+                    if let Ok((_, _, _, Some(mut program), _)) = registry.robots.get_mut(entity) {
                         program.answered += 1;
                         program.pending = Some(a);
                     }
@@ -866,7 +876,7 @@ fn treat_late(
         }
         for (name, _) in server.owners.iter().filter(|(_, (c, _))| *c == id) {
             if let Some(&e) = server.entities.get(name)
-                && let Ok((_, _, _, Some(mut program))) = registry.robots.get_mut(e)
+                && let Ok((_, _, _, Some(mut program), _)) = registry.robots.get_mut(e)
             {
                 program.late += 1;
                 program.stop |= stop;
