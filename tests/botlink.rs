@@ -403,7 +403,7 @@ fn moving_commands_go_out_in_update_all_rounds_of_five_bots() {
     s.botlink.status_period = 0.1;
     let mut app = headless_app(s, SceneSource::Generated);
     run_steps(&mut app, 10);
-    let m = app.world().resource::<BotManager>();
+    let m = app.world().resource::<crsim::sim::PerEnv<BotManager>>().only();
     // dt is the 20 ms period: a round every step, three packets of 5, 5 and 2 bots.
     assert_eq!(m.rounds, 10);
     let carried: Vec<Vec<u32>> = m.round.iter().map(|p| p.bots()).collect();
@@ -440,7 +440,7 @@ fn a_duplicate_unicast_within_1_ms_is_held_back_and_sent_the_step_after() {
     run_steps(&mut app, 1);
     let l = link(&app, d1);
     assert_eq!(l.counters.sent.unicast.packets, before + 2, "the held copy left a step later");
-    assert_eq!(app.world().resource::<BotManager>().totals.duplicates_held, 1);
+    assert_eq!(app.world().resource::<crsim::sim::PerEnv<BotManager>>().only().totals.duplicates_held, 1);
     // A third copy while one waits deletes the waiting one.
     for _ in 0..3 {
         ask(&mut app, d1, LinkAction::Motor { max_speed: 0.06, max_turn: 1.0 });

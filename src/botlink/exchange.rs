@@ -22,9 +22,9 @@ use super::transport::{BotSocket, CentralSocket, join_group, obey, open_central,
 use super::udp::status_of;
 use super::{BotLink, LinkChanged, LinkState, Outbox};
 use crate::robot::{Battery, BumpSensor, DriveCommand, GripCommand, Gripper, LampState, ReportedPose, Robot};
-use crate::scene::ActiveScene;
 use crate::scene::schema::Transport;
-use crate::sim::{Passes, RobotOrder, SimTime};
+use crate::scene::{ActiveScene, SceneLoaded};
+use crate::sim::{Env, EnvStart, Passes, PerEnv, RobotOrder, SimTime};
 
 /// Bytes of an update-all packet.
 const UPDATE_ALL_LEN: usize = super::packet::HEADER_LEN + super::packet::UPDATE_ALL_SLOTS * super::packet::SLOT_LEN;
@@ -47,16 +47,30 @@ pub(super) struct Bot {
     bump: &'static BumpSensor,
     gripper: &'static Gripper,
     socket: Option<&'static mut BotSocket>,
+    env: &'static Env,
 }
 
-/// Sets up the manager and its sockets for the scene just loaded.
+/// Sets up the manager of each environment the scene was just loaded into, and the sockets.
+/// (A world of several environments reaches its bots inside the process only: the sockets
+/// serve the first.)
 pub(super) fn open(
     mut commands: Commands,
     active: Res<ActiveScene>,
-    links: Query<(&Robot, &BotLink, Option<&BotSocket>)>,
+    mut managers: ResMut<PerEnv<BotManager>>,
+    mut loaded: MessageReader<SceneLoaded>,
+    links: Query<(&Robot, &BotLink, Option<&BotSocket>, &Env)>,
 ) {
     let spec = &active.scene.botlink;
-    commands.insert_resource(BotManager::new(active.scene.dt, spec.status_period));
+    let mut first = false;
+    for env in loaded.read().map(|l| l.env) {
+        *managers.reach(env) = BotManager::new(active.scene.dt, spec.status_period);
+        first |= env == Env::FIRST;
+    }
+    if !first {
+        return;
+    }
+    let links = links.iter().filter(|(.., env)| **env == Env::FIRST);
+    let links: Vec<_> = links.map(|(robot, link, socket, _)| (robot, link, socket)).collect();
     let needs_udp = spec.transport == Transport::Udp || links.iter().any(|(_, l, _)| l.outside.is_some());
     if !needs_udp {
         commands.insert_resource(CentralSocket::default());
@@ -64,7 +78,7 @@ pub(super) fn open(
     }
     let group = spec.multicast.as_deref().and_then(|g| g.parse::<SocketAddr>().ok());
     let mut central = open_central(&spec.address, group);
-    for (robot, link, socket) in &links {
+    for &(robot, link, socket) in &links {
         let address = link.outside.or_else(|| socket.and_then(|s| s.local));
         if let Some(address) = address {
             central.by_address.insert(address, robot.index);
@@ -123,27 +137,30 @@ pub(super) struct Scratch {
     here_start: Vec<u32>,
     /// The update-all slot each bot inside the process received.
     slot_in: Vec<Option<UpdateSlot>>,
-    /// What the parallel pass over the bots gathers for the manager, per thread.
-    gathered: Parallel<Gathered>,
     /// Room for the next round's packets.
     spare: Vec<Vec<u8>>,
     /// What the transmitter let go last step (emptied; kept for its room).
     flushed: Flushed,
-}
-
-/// What one thread of the pass over the bots gathers for the manager.
-#[derive(Default)]
-struct Gathered {
-    /// Unicast commands: (robot index, command), each bot's in its order.
-    queue: Vec<(u32, Command)>,
-    /// Round slots: (robot index, slot).
-    slots: Vec<(u32, UpdateSlot)>,
-    /// Bots not reached inside the process: (robot index, where).
-    reach: Vec<(u32, Reach)>,
-    /// Links the watchdog dropped to connecting.
-    stopped: Vec<Stopped>,
     /// Links whose bot did not answer in time while connecting: (robot index, entity).
     gave_up: Vec<(u32, Entity)>,
+    /// Links the watchdog dropped to connecting.
+    stopped: Vec<Stopped>,
+}
+
+/// What one thread of the pass over the bots gathers for the managers, each entry with its
+/// bot's environment.
+#[derive(Default)]
+pub(super) struct Gathered {
+    /// Unicast commands: (robot index, command), each bot's in its order.
+    queue: Vec<(Env, u32, Command)>,
+    /// Round slots: (robot index, slot).
+    slots: Vec<(Env, u32, UpdateSlot)>,
+    /// Bots not reached inside the process: (robot index, where).
+    reach: Vec<(Env, u32, Reach)>,
+    /// Links the watchdog dropped to connecting.
+    stopped: Vec<(Env, Stopped)>,
+    /// Links whose bot did not answer in time while connecting: (robot index, entity).
+    gave_up: Vec<(Env, u32, Entity)>,
 }
 
 /// A link the watchdog stopped: counted in its own counters, announced and counted in the
@@ -167,65 +184,79 @@ struct Expect {
     answers: HashMap<u32, u32>,
 }
 
-/// The bot manager's step (seed 004), as named steps in the order they run.
+/// The bot managers' step (seed 004), each environment's manager with its own bots, as named
+/// steps in the order they run.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn exchange(
     mut commands: Commands,
-    time: Res<SimTime>,
+    clock: (Res<SimTime>, Res<PerEnv<EnvStart>>),
     active: Res<ActiveScene>,
     order: Res<RobotOrder>,
     passes: Res<Passes>,
-    mut manager: ResMut<BotManager>,
+    mut managers: ResMut<PerEnv<BotManager>>,
     mut central: ResMut<CentralSocket>,
     mut requests: MessageReader<LinkRequest>,
     mut bots: Query<Bot>,
     names: Query<&Name>,
-    mut scratch: Local<Scratch>,
+    mut scratch: Local<Vec<Scratch>>,
+    mut gathered: Local<Parallel<Gathered>>,
 ) {
     let started = Instant::now();
     let spec = &active.scene.botlink;
-    let m = &mut *manager;
-    let sc = &mut *scratch;
-    let round = m.clock.step(time.dt);
-    let now = time.seconds();
-    let pass = BotPass {
-        now,
-        step: time.step,
-        round,
-        status_every: m.status_every,
-        watchdog: f64::from(spec.watchdog),
-        connect_timeout: spec.connect_timeout,
-    };
-    take_requests(&mut commands, m, &mut requests, &mut bots, now + f64::from(spec.connect_timeout));
-    tend_bots(sc, &central, &mut bots, &passes, order.0.len(), &pass);
-    let (gave_up, stopped) = gather(sc);
-    announce(&mut commands, m, gave_up, stopped);
-    queue_unicast(m, sc);
-    if round {
-        make_round(m, sc);
-    }
-    let flushed = flush(m, sc, &order, &mut bots, now);
-    let mut expect = Expect::default();
-    let mut packets =
-        deliver_unicast(m, sc, &central, &order, &mut bots, flushed, time.step, spec.reply_timeout, &mut expect);
-    packets += deliver_round(m, sc, &mut central, &order, &mut bots, spec.reply_timeout, &mut expect);
-    if !sc.here.is_empty() || round {
-        serve_bots_here(&mut commands, m, sc, &order, &mut bots, &names, time.step, now, round);
-    }
-    if !expect.at_port.is_empty() || expect.at_group > 0 {
-        simulated_ends_over_udp(m, &central, &order, &mut bots, &names, &expect);
-    }
-    take_answers(&mut commands, m, &central, &order, &mut bots, &expect, spec.reply_timeout, now);
-    if round {
-        m.timing.add(started.elapsed().as_secs_f64(), packets);
+    let (time, starts) = clock;
+    scratch.resize_with(managers.len(), Scratch::default);
+    let envs: Vec<BotPass> = managers
+        .iter_mut()
+        .map(|(env, m)| {
+            let step = starts.step_of(env, time.step);
+            BotPass {
+                now: step as f64 * time.dt_exact,
+                step,
+                round: m.clock.step(time.dt),
+                bots: order.of(env).len(),
+                status_every: m.status_every,
+                watchdog: f64::from(spec.watchdog),
+                connect_timeout: spec.connect_timeout,
+            }
+        })
+        .collect();
+    take_requests(&mut commands, &mut managers, &envs, &mut requests, &mut bots);
+    tend_bots(&mut scratch, &mut gathered, &central, &mut bots, &passes, order.0.len(), &envs);
+    for ((env, m), sc) in managers.iter_mut().zip(scratch.iter_mut()) {
+        let pass = &envs[env.index()];
+        let order = order.of(env);
+        announce(&mut commands, m, sc);
+        queue_unicast(m, sc);
+        if pass.round {
+            make_round(m, sc);
+        }
+        let flushed = flush(m, sc, order, &mut bots, pass.now);
+        let mut expect = Expect::default();
+        let reply_timeout = spec.reply_timeout;
+        let mut packets =
+            deliver_unicast(m, sc, &central, order, &mut bots, flushed, pass.step, reply_timeout, &mut expect);
+        packets += deliver_round(m, sc, &mut central, order, &mut bots, reply_timeout, &mut expect);
+        if !sc.here.is_empty() || pass.round {
+            serve_bots_here(&mut commands, m, sc, order, &mut bots, &names, pass);
+        }
+        if !expect.at_port.is_empty() || expect.at_group > 0 {
+            simulated_ends_over_udp(m, &central, order, &mut bots, &names, &expect);
+        }
+        take_answers(&mut commands, m, &central, order, &mut bots, &expect, reply_timeout, pass.now);
+        if pass.round {
+            m.timing.add(started.elapsed().as_secs_f64(), packets);
+        }
     }
 }
 
-/// What every bot's part of the pass needs to know of this step.
+/// What every bot's part of the pass needs to know of this step, for each environment.
 struct BotPass {
+    /// The environment's own simulated seconds and step.
     now: f64,
     step: u64,
     round: bool,
+    /// The environment's robots.
+    bots: usize,
     status_every: u64,
     watchdog: f64,
     connect_timeout: f32,
@@ -234,16 +265,18 @@ struct BotPass {
 /// The panel's requests: connect, disconnect, reconnect, motor parameters.
 fn take_requests(
     commands: &mut Commands,
-    m: &mut BotManager,
+    managers: &mut PerEnv<BotManager>,
+    envs: &[BotPass],
     requests: &mut MessageReader<LinkRequest>,
     bots: &mut Query<Bot>,
-    connect_by: f64,
 ) {
     for r in requests.read() {
         let Ok(mut b) = bots.get_mut(r.bot) else { continue };
+        let (Some(m), Some(pass)) = (managers.0.get_mut(b.env.index()), envs.get(b.env.index())) else { continue };
         if !b.link.managed {
             continue;
         }
+        let connect_by = pass.now + f64::from(pass.connect_timeout);
         let index = b.robot.index;
         let link = &mut *b.link;
         match r.action {
@@ -264,60 +297,68 @@ fn take_requests(
 }
 
 /// The watchdog, the connect timeout, the delegate, the status requests and the round, bot by
-/// bot: a parallel pass in which each bot changes only its own link and outbox, and what goes to
-/// the manager is gathered per thread (and put in robot order by [`gather`]).
+/// bot: a parallel pass over the bots of every environment, in which each bot changes only its
+/// own link and outbox, and what goes to its manager is gathered per thread (and put in robot
+/// order by [`gather`]).
 fn tend_bots(
-    sc: &mut Scratch,
+    scratch: &mut [Scratch],
+    gathered: &mut Parallel<Gathered>,
     central: &CentralSocket,
     bots: &mut Query<Bot>,
     passes: &Passes,
     n: usize,
-    pass: &BotPass,
+    envs: &[BotPass],
 ) {
-    sc.queue.clear();
-    sc.slots.clear();
-    sc.slots.resize(n, None);
-    sc.reach.clear();
-    sc.reach.resize(n, Reach::Here);
-    let gathered = &sc.gathered;
+    for (sc, pass) in scratch.iter_mut().zip(envs) {
+        sc.queue.clear();
+        sc.slots.clear();
+        sc.slots.resize(pass.bots, None);
+        sc.reach.clear();
+        sc.reach.resize(pass.bots, Reach::Here);
+    }
+    let threads = &*gathered;
     passes.each_mut_with(
         n,
         bots,
-        || gathered.borrow_local_mut(),
+        || threads.borrow_local_mut(),
         |g, mut b| {
-            let index = b.robot.index;
-            if b.link.managed && (index as usize) < n {
-                tend_bot(g, &mut b, index, central, pass);
+            let (index, env) = (b.robot.index, *b.env);
+            if let Some(pass) = envs.get(env.index())
+                && b.link.managed
+                && (index as usize) < pass.bots
+            {
+                tend_bot(g, &mut b, env, index, central, pass);
             }
         },
     );
+    gather(scratch, gathered);
 }
 
 /// One bot's part of [`tend_bots`].
 #[inline]
-fn tend_bot(g: &mut Gathered, b: &mut BotItem, index: u32, central: &CentralSocket, pass: &BotPass) {
+fn tend_bot(g: &mut Gathered, b: &mut BotItem, env: Env, index: u32, central: &CentralSocket, pass: &BotPass) {
     let to = reach(&b.link, index, central);
     if to != Reach::Here {
-        g.reach.push((index, to));
+        g.reach.push((env, index, to));
     }
     let entity = b.entity;
     let link = &mut *b.link;
     if let Some(stop) = watch(link, pass.now, pass.watchdog) {
-        g.stopped.push(Stopped { index, entity, from: stop.from, changed: stop.changed });
+        g.stopped.push((env, Stopped { index, entity, from: stop.from, changed: stop.changed }));
     }
     if give_up(link, pass.now, pass.connect_timeout) {
-        g.gave_up.push((index, entity));
+        g.gave_up.push((env, index, entity));
     }
-    delegate(link, b.outbox.commands.drain(..), |c| g.queue.push((index, c)));
+    delegate(link, b.outbox.commands.drain(..), |c| g.queue.push((env, index, c)));
     if status_due(pass.step, index, pass.status_every)
         && let Some(command) = status_command(link.state)
     {
-        g.queue.push((index, command));
+        g.queue.push((env, index, command));
     }
     if pass.round {
         match round_part(link, index) {
             RoundPart::Slot(slot) => {
-                g.slots.push((index, slot));
+                g.slots.push((env, index, slot));
                 // Counted here, where the link is at hand anyway: inside the process every
                 // round packet reaches its bots.
                 if to == Reach::Here {
@@ -325,43 +366,47 @@ fn tend_bot(g: &mut Gathered, b: &mut BotItem, index: u32, central: &CentralSock
                     link.packets_sent += 1;
                 }
             }
-            RoundPart::Stop => g.queue.extend(STOP_COMMANDS.map(|c| (index, c))),
+            RoundPart::Stop => g.queue.extend(STOP_COMMANDS.map(|c| (env, index, c))),
             RoundPart::Nothing => {}
         }
     }
 }
 
-/// What the threads of [`tend_bots`] gathered, put in place: the unicast queue, the round's
-/// slots and where each bot is reached; the links given up and stopped, to be announced.
-fn gather(sc: &mut Scratch) -> (Vec<(u32, Entity)>, Vec<Stopped>) {
-    let mut stopped = Vec::new();
-    let mut gave_up = Vec::new();
-    for g in sc.gathered.iter_mut() {
-        gave_up.append(&mut g.gave_up);
-        sc.queue.append(&mut g.queue);
-        for (index, slot) in g.slots.drain(..) {
-            sc.slots[index as usize] = Some(slot);
+/// What the threads of [`tend_bots`] gathered, put in place in each environment's scratch: the
+/// unicast queue, the round's slots and where each bot is reached; the links given up and
+/// stopped, to be announced.
+fn gather(scratch: &mut [Scratch], gathered: &mut Parallel<Gathered>) {
+    for g in gathered.iter_mut() {
+        for (env, index, command) in g.queue.drain(..) {
+            scratch[env.index()].queue.push((index, command));
         }
-        for (index, to) in g.reach.drain(..) {
-            sc.reach[index as usize] = to;
+        for (env, index, slot) in g.slots.drain(..) {
+            scratch[env.index()].slots[index as usize] = Some(slot);
         }
-        stopped.append(&mut g.stopped);
+        for (env, index, to) in g.reach.drain(..) {
+            scratch[env.index()].reach[index as usize] = to;
+        }
+        for (env, index, entity) in g.gave_up.drain(..) {
+            scratch[env.index()].gave_up.push((index, entity));
+        }
+        for (env, stopped) in g.stopped.drain(..) {
+            scratch[env.index()].stopped.push(stopped);
+        }
     }
-    (gave_up, stopped)
 }
 
 /// The links that changed in the pass, announced and counted in the manager's totals in robot
 /// order: the bots that never answered (sent nothing more), then the watchdog's stops.
-fn announce(commands: &mut Commands, m: &mut BotManager, mut gave_up: Vec<(u32, Entity)>, mut stopped: Vec<Stopped>) {
-    gave_up.sort_unstable_by_key(|(index, _)| *index);
-    for (index, entity) in gave_up {
+fn announce(commands: &mut Commands, m: &mut BotManager, sc: &mut Scratch) {
+    sc.gave_up.sort_unstable_by_key(|(index, _)| *index);
+    for (index, entity) in sc.gave_up.drain(..) {
         m.transmitter.forget(index);
         commands.trigger(LinkChanged { bot: entity, from: LinkState::Connecting, to: LinkState::Offline });
         m.totals.state_changes += 1;
         m.totals.connect_failures += 1;
     }
-    stopped.sort_by_key(|s| s.index);
-    for Stopped { entity, from, changed, .. } in stopped {
+    sc.stopped.sort_by_key(|s| s.index);
+    for Stopped { entity, from, changed, .. } in sc.stopped.drain(..) {
         if changed {
             commands.trigger(LinkChanged { bot: entity, from, to: LinkState::Connecting });
             m.totals.state_changes += 1;
@@ -394,7 +439,7 @@ fn make_round(m: &mut BotManager, sc: &mut Scratch) {
 
 /// The buffered transmitter lets go what its duplicate rule allows; the duplicates it held or
 /// dropped are counted for their bots.
-fn flush(m: &mut BotManager, sc: &mut Scratch, order: &RobotOrder, bots: &mut Query<Bot>, now: f64) -> Flushed {
+fn flush(m: &mut BotManager, sc: &mut Scratch, order: &[Entity], bots: &mut Query<Bot>, now: f64) -> Flushed {
     // Last step's lists lend their room.
     let mut flushed = std::mem::take(&mut sc.flushed);
     flushed.sent.clear();
@@ -423,7 +468,7 @@ fn deliver_unicast(
     m: &mut BotManager,
     sc: &mut Scratch,
     central: &CentralSocket,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     mut flushed: Flushed,
     step: u64,
@@ -475,7 +520,7 @@ fn deliver_round(
     m: &mut BotManager,
     sc: &mut Scratch,
     central: &mut CentralSocket,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     reply_timeout: f32,
     expect: &mut Expect,
@@ -517,7 +562,7 @@ fn deliver_round(
 fn send_round_packet(
     m: &mut BotManager,
     central: &mut CentralSocket,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     bytes: &[u8],
     far: &[(u32, SocketAddr)],
@@ -569,13 +614,12 @@ fn serve_bots_here(
     commands: &mut Commands,
     m: &mut BotManager,
     sc: &mut Scratch,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     names: &Query<&Name>,
-    step: u64,
-    now: f64,
-    round: bool,
+    pass: &BotPass,
 ) {
+    let (step, now) = (pass.step, pass.now);
     let n = sc.reach.len();
     // Where each bot's unicast commands start in `here` (sorted by robot index).
     sc.here_start.clear();
@@ -590,12 +634,12 @@ fn serve_bots_here(
     // lamp from its slot. On this thread: a few stores per bot, which on the pool cost more
     // than they gained (the hand-off, and the commands moving between the cores' caches): the
     // transmit stage about 0.1 ms longer at 10,000 robots.
-    if round {
-        for mut b in bots.iter_mut() {
-            let i = b.robot.index as usize;
-            if i < n
-                && sc.here_start[i] == sc.here_start[i + 1]
+    if pass.round {
+        for (i, &e) in order.iter().enumerate().take(n) {
+            if sc.here_start[i] == sc.here_start[i + 1]
                 && let Some(slot) = sc.slot_in[i]
+                && let Ok(mut b) = bots.get_mut(e)
+                && b.robot.index as usize == i
             {
                 obey_slot(&mut b, slot);
             }
@@ -636,7 +680,7 @@ fn take_answers(
     commands: &mut Commands,
     m: &mut BotManager,
     central: &CentralSocket,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     expect: &Expect,
     reply_timeout: f32,
@@ -683,8 +727,8 @@ fn take_answers(
 }
 
 /// The bot of robot index `index`.
-fn bot_at<'a, 's>(order: &RobotOrder, bots: &'a mut Query<'_, 's, Bot>, index: u32) -> Option<BotItem<'a, 's>> {
-    order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
+fn bot_at<'a, 's>(order: &[Entity], bots: &'a mut Query<'_, 's, Bot>, index: u32) -> Option<BotItem<'a, 's>> {
+    order.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
 }
 
 /// A simulated bot inside the process obeys the update-all packet that carried its slot (the
@@ -702,8 +746,8 @@ fn awaited(link: &BotLink, reply_timeout: f32) -> bool {
     reply_timeout > 0.0 && link.state == LinkState::Online && !link.lagging
 }
 
-fn is_outside(bots: &Query<Bot>, order: &RobotOrder, index: u32) -> bool {
-    order.0.get(index as usize).and_then(|&e| bots.get(e).ok()).is_some_and(|b| b.link.outside.is_some())
+fn is_outside(bots: &Query<Bot>, order: &[Entity], index: u32) -> bool {
+    order.get(index as usize).and_then(|&e| bots.get(e).ok()).is_some_and(|b| b.link.outside.is_some())
 }
 
 fn sent_error(totals: &mut LinkCounters, link: &mut BotLink, e: String) {
@@ -720,7 +764,7 @@ fn sent_error(totals: &mut LinkCounters, link: &mut BotLink, e: String) {
 fn simulated_ends_over_udp(
     m: &mut BotManager,
     central: &CentralSocket,
-    order: &RobotOrder,
+    order: &[Entity],
     bots: &mut Query<Bot>,
     names: &Query<&Name>,
     expect: &Expect,
@@ -730,7 +774,7 @@ fn simulated_ends_over_udp(
     let mut group_got = 0u32;
     let complete = wait_for(LOOPBACK_WAIT, || {
         for &index in expect.at_port.keys() {
-            let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
+            let Some(mut b) = order.get(index as usize).and_then(|&e| bots.get_mut(e).ok()) else { continue };
             let Some(socket) = b.socket.as_mut().and_then(|s| s.socket.take()) else { continue };
             receive_all(&socket, |_, bytes| {
                 *got.entry(index).or_default() += 1;
@@ -753,7 +797,7 @@ fn simulated_ends_over_udp(
                 let Command::UpdateAll(slots) = &command else { return };
                 for s in slots.iter().filter(|s| s.bot != EMPTY_SLOT) {
                     let index = u32::from(s.bot);
-                    if let Some(mut b) = order.0.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
+                    if let Some(mut b) = order.get(index as usize).and_then(|&e| bots.get_mut(e).ok())
                         && b.link.outside.is_none()
                     {
                         let b = &mut b;

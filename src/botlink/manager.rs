@@ -193,8 +193,8 @@ impl RoundPacket {
 }
 
 /// Where crsim's bots are reached: the manager's state between steps and its outgoing packets
-/// of the current step.
-#[derive(Resource, Debug, Default)]
+/// of the current step (one for each environment, in a [`crate::sim::PerEnv`]).
+#[derive(Debug, Default)]
 pub struct BotManager {
     pub clock: RoundClock,
     pub rounds: u64,

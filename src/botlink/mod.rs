@@ -34,7 +34,7 @@ use transport::BotSocket;
 use crate::robot::{DriveCommand, GripCommand, LampState, Robot};
 use crate::scene::schema::{ControllerSpec, Transport};
 use crate::scene::{ActiveScene, SceneLoaded, SceneStatus};
-use crate::sim::{ActSystems, LoadSystems, RobotOrder, SimSystems, SimTime, ThinkSystems, add_report_section};
+use crate::sim::{ActSystems, LoadSystems, PerEnv, RobotOrder, SimSystems, SimTime, ThinkSystems, add_report_section};
 
 /// Emergency stop: while engaged every robot is stopped with its gripper open, and no skill or
 /// command from any controller reaches the actuators.
@@ -279,7 +279,7 @@ pub(super) fn plugin(app: &mut App) {
         .add_observer(attach_link)
         .add_observer(announce_added)
         .add_observer(announce_removed)
-        .init_resource::<BotManager>()
+        .insert_resource(PerEnv::<BotManager>::one())
         .init_resource::<transport::CentralSocket>()
         .add_message::<LinkRequest>()
         .add_systems(
@@ -439,7 +439,7 @@ fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
     if bots.is_empty() && !external {
         return None;
     }
-    let manager = world.resource::<BotManager>();
+    let manager = world.resource::<PerEnv<BotManager>>().only();
     let central = world.resource::<transport::CentralSocket>();
     let spec = &world.resource::<ActiveScene>().scene.botlink;
     let mut section = json!({

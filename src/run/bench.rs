@@ -133,7 +133,7 @@ pub fn run_bench_with(
     app.world_mut().resource_mut::<crate::record::Recorder>().finish(false);
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let deliveries = app.world().resource::<crate::sim::PerEnv<Radio>>().only().0.stats.delivered;
-    let botlink = app.world().resource::<BotManager>().timing;
+    let botlink = app.world().resource::<crate::sim::PerEnv<BotManager>>().only().timing;
     BenchResult {
         robots,
         steps,

@@ -319,7 +319,7 @@ struct BotManagerView<'w, 's> {
     estop: ResMut<'w, EmergencyStop>,
     stats: Res<'w, LinkStats>,
     update_all: Res<'w, UpdateAllSocket>,
-    manager: Res<'w, BotManager>,
+    manager: Res<'w, PerEnv<BotManager>>,
     central: Res<'w, CentralSocket>,
     requests: MessageWriter<'w, LinkRequest>,
     links: Query<'w, 's, (Entity, &'static Name, &'static BotLink, Option<&'static UdpEndpoint>)>,
@@ -583,7 +583,7 @@ fn bot_manager_section(ui: &mut egui::Ui, bots: &BotManagerView, selection: &mut
                 .small(),
             );
         }
-        let m = &*bots.manager;
+        let m = bots.manager.only();
         let t = &m.totals;
         ui.label(
             egui::RichText::new(format!(
