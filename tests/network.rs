@@ -40,7 +40,7 @@ fn the_pens_scene_boxes_every_pen() {
             most_nodes = most_nodes.max(net.nodes().count());
             fewest_nodes = fewest_nodes.min(net.nodes().count());
         }
-        if app.world().resource::<CollectProgress>().all_boxed_step.is_some() {
+        if app.world().resource::<crsim::sim::PerEnv<CollectProgress>>().only().all_boxed_step.is_some() {
             break;
         }
     }
@@ -135,7 +135,7 @@ fn collectors_announce_their_pen_and_others_pick_another() {
         let mut app = headless_app(two_after_one_pen(link), SceneSource::Generated);
         let far = named(&mut app, "far");
         run_steps(&mut app, 150);
-        let duplicate = app.world().resource::<CollectProgress>().duplicate_steps;
+        let duplicate = app.world().resource::<crsim::sim::PerEnv<CollectProgress>>().only().duplicate_steps;
         (controller(&app, far).stats, duplicate)
     };
     let (with_radio, dup_radio) = run(true);
@@ -155,7 +155,7 @@ fn robots_after_the_same_pen_count_while_they_think_with_the_network() {
     let mut app = headless_app(two_after_one_pen(false), SceneSource::Generated);
     let (near, far, pen) = (named(&mut app, "near"), named(&mut app, "far"), named(&mut app, "pen"));
     let after = |app: &App, e: Entity| app.world().get::<Pursuing>(e).copied();
-    let duplicate = |app: &App| app.world().resource::<CollectProgress>().duplicate_steps;
+    let duplicate = |app: &App| app.world().resource::<crsim::sim::PerEnv<CollectProgress>>().only().duplicate_steps;
     let mut both = None;
     for step in 0..150 {
         let before = duplicate(&app);
@@ -339,12 +339,12 @@ fn a_structure_with_two_pen_nodes_collects_the_pens_scene() {
             net.check().unwrap();
             both |= net.get("Pen").is_some() && net.get("Pen 2").is_some();
         }
-        if app.world().resource::<CollectProgress>().all_boxed_step.is_some() {
+        if app.world().resource::<crsim::sim::PerEnv<CollectProgress>>().only().all_boxed_step.is_some() {
             break;
         }
     }
     assert!(both, "no robot had two pen nodes at once");
-    let progress = app.world().resource::<CollectProgress>();
+    let progress = app.world().resource::<crsim::sim::PerEnv<CollectProgress>>().only();
     assert_eq!((progress.pens_boxed, progress.pens_total), (8, 8));
 }
 

@@ -472,7 +472,7 @@ fn pattern(step: u64) -> [f32; 3] {
 #[test]
 fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
     use crsim::scene::SceneOverrides;
-    use crsim::vecenv::{EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+    use crsim::vecenv::{EnvBatch, EnvSpec, RewardWeights, RobotOutcome, Turn};
     let steps = 400u64;
     // Over TCP.
     let (mut child, mut out, addr) =
@@ -509,11 +509,17 @@ fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
         message_size: 0,
         parts: None,
     };
-    let mut world = EnvWorld::new(&spec, seed).unwrap();
-    let mut outcome = [RobotOutcome::default()];
-    for step in 0..steps {
-        world.step(&pattern(step), &mut outcome);
+    // Alone in its world, and second of three environments sharing one world.
+    for seeds in [vec![seed], vec![seed + 1, seed, seed + 2]] {
+        let at = seeds.iter().position(|&s| s == seed).unwrap();
+        let mut batch = EnvBatch::new(&spec, &seeds).unwrap();
+        let mut outcomes = vec![RobotOutcome::default(); seeds.len()];
+        let turns = vec![Turn::Step; seeds.len()];
+        for step in 0..steps {
+            let actions: Vec<f32> = seeds.iter().flat_map(|_| pattern(step)).collect();
+            batch.advance(&turns, &actions, &mut outcomes).unwrap();
+        }
+        assert_eq!(batch.step_count(at), steps);
+        assert_eq!(batch.hash(at), tcp_hash, "environment {at} of {}", seeds.len());
     }
-    assert_eq!(world.step_count(), steps);
-    assert_eq!(world.hash(), tcp_hash);
 }

@@ -34,6 +34,11 @@ pub struct BumpSensor {
     pub bumped: bool,
     /// The bodies whose contact started this step.
     pub started: Vec<Entity>,
+    /// Its environment's step it last sensed: sensing again in that step (as a world of several
+    /// environments does when one of them is reset beside the others) changes nothing.
+    pub sensed: Option<u64>,
+    /// Whether the last pass of the sensor sensed it (else it had sensed this step already).
+    pub fresh: bool,
 }
 
 impl BumpSensor {
@@ -166,6 +171,14 @@ pub(super) fn sense_bump(
 ) {
     let touch = |scratch: &mut (Vec<(Entity, Vec2)>, Vec<u32>), item: BumpItem| {
         let (entity, robot, transform, groups, mut bump, mut odo, env) = item;
+        let step = starts.step_of(*env, time.step);
+        // (Not a change others watch for: the tick is left alone.)
+        let again = bump.sensed == Some(step);
+        let marks = bump.bypass_change_detection();
+        (marks.sensed, marks.fresh) = (Some(step), !again);
+        if again {
+            return;
+        }
         let (found, blocks) = scratch;
         contacts(&indices[*env], entity, robot, transform, *groups, found, blocks);
         let new = found.iter().filter(|f| !bump.touching.contains(&f.0)).count();
@@ -194,6 +207,7 @@ pub(super) fn sense_bump(
         for &e in of_env {
             if let Ok((_, _, _, _, bump, _, _)) = robots.get(e)
                 && bump.bumped
+                && bump.fresh
             {
                 for &other in &bump.started {
                     events.write(BumpEvent { robot: e, other, step });

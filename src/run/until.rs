@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 
-use crate::sim::{SimSystems, SimTime};
+use crate::sim::{Env, SimSystems, SimTime};
 
 use crate::control::explore::{Explorer, Phase};
 use crate::robot::Robot;
@@ -45,6 +45,28 @@ impl Until {
                 any
             }
         }
+    }
+
+    /// Whether the task is done in each of the world's `envs` environments as they stand.
+    pub fn reached_each(self, world: &mut World, envs: usize) -> Vec<bool> {
+        // (any of it there, none of it left undone) for each environment.
+        let mut seen = vec![(false, false); envs];
+        let mut note = |env: &Env, done: bool| {
+            if let Some(s) = seen.get_mut(env.index()) {
+                *s = (true, s.1 || !done);
+            }
+        };
+        match self {
+            Until::PensBoxed => {
+                let mut pens = world.query_filtered::<(Has<Boxed>, &Env), (With<Pen>, Without<Robot>)>();
+                pens.iter(world).for_each(|(boxed, env)| note(env, boxed));
+            }
+            Until::Explored => {
+                let mut explorers = world.query::<(&Explorer, &Env)>();
+                explorers.iter(world).for_each(|(ex, env)| note(env, ex.phase == Phase::Done));
+            }
+        }
+        seen.into_iter().map(|(any, undone)| any && !undone).collect()
     }
 
     /// The name used on the command line and in sweep files.

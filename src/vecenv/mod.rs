@@ -20,7 +20,7 @@ pub mod bench;
 pub mod observe;
 pub mod world;
 
-pub use world::{ACTION_SIZE, Counts, EnvSpec, EnvWorld, RewardWeights, RobotOutcome};
+pub use world::{ACTION_SIZE, Counts, EnvBatch, EnvSpec, RewardWeights, RobotOutcome, Turn, batchable};
 
 use std::mem::ManuallyDrop;
 
@@ -34,7 +34,12 @@ pub const MAX_WORLDS: usize = 4096;
 /// arrays they write into.
 pub struct VecWorlds {
     spec: EnvSpec,
-    worlds: Vec<EnvWorld>,
+    /// The worlds, in order, in batches that each share a Bevy world ([`EnvBatch`]).
+    batches: Vec<EnvBatch>,
+    /// How many batches each thread steps, in order.
+    shares: Vec<usize>,
+    /// Worlds in all.
+    worlds: usize,
     /// Each world's next seed: its first is the seed given for it, each reset the next one.
     seeds: Vec<u64>,
     /// Worlds whose episode ended at the last step (reset by the next one).
@@ -103,20 +108,36 @@ impl VecWorlds {
         // it (measured: two threads no faster than one while the pool had two). A pool made
         // before, by other work in the process, is kept.
         bevy::tasks::ComputeTaskPool::get_or_init(|| bevy::tasks::TaskPoolBuilder::new().num_threads(1).build());
-        let mut worlds = Vec::with_capacity(specs.len());
-        for (i, (spec, &s)) in specs.iter().zip(seeds).enumerate() {
-            worlds.push(EnvWorld::new(spec, s).map_err(|e| format!("world {i}: {e}"))?);
-            if let Some(reason) = stop() {
-                return Err(reason);
+        let e = specs.len();
+        let threads = threads.max(1).min(e);
+        let share = e.div_ceil(threads);
+        let (mut batches, mut shares) = (Vec::new(), Vec::new());
+        for first in (0..e).step_by(share) {
+            let before = batches.len();
+            let end = (first + share).min(e);
+            // Worlds of one spec share a world, as many as the thread's share has in a row.
+            let mut start = first;
+            while start < end {
+                let alone = batchable(&specs[start].scene).is_err();
+                let run = if alone { 1 } else { (start..end).take_while(|&i| specs[i] == specs[start]).count() };
+                let batch = EnvBatch::new(&specs[start], &seeds[start..start + run])
+                    .map_err(|e| format!("world {start}: {e}"))?;
+                batches.push(batch);
+                start += run;
+                if let Some(reason) = stop() {
+                    return Err(reason);
+                }
             }
+            shares.push(batches.len() - before);
         }
-        let e = worlds.len();
         let mut v = VecWorlds {
             spec,
-            worlds,
+            batches,
+            shares,
+            worlds: e,
             seeds: seeds.iter().map(|s| s.wrapping_add(1)).collect(),
             ended: vec![false; e],
-            threads: threads.max(1),
+            threads,
             pool: None,
             obs_len,
             robots,
@@ -136,7 +157,7 @@ impl VecWorlds {
     }
 
     pub fn num_worlds(&self) -> usize {
-        self.worlds.len()
+        self.worlds
     }
 
     /// Robots each world's caller drives.
@@ -152,19 +173,19 @@ impl VecWorlds {
     /// Resets every world, with `seeds[i]` for world `i` when given (then each later reset of a
     /// world takes its seed + 1, + 2, ...), else each with its next seed.
     pub fn reset(&mut self, seeds: Option<&[u64]>) -> Result<(), String> {
-        let all = vec![true; self.worlds.len()];
+        let all = vec![true; self.worlds];
         self.reset_at(&all, seeds)
     }
 
     /// Resets the worlds where `mask` is true (seeds as [`VecWorlds::reset`] takes them, one per
     /// world, used where the mask is true).
     pub fn reset_at(&mut self, mask: &[bool], seeds: Option<&[u64]>) -> Result<(), String> {
-        if mask.len() != self.worlds.len() {
-            return Err(format!("a mask of {} values for {} worlds", mask.len(), self.worlds.len()));
+        if mask.len() != self.worlds {
+            return Err(format!("a mask of {} values for {} worlds", mask.len(), self.worlds));
         }
         if let Some(s) = seeds {
-            if s.len() != self.worlds.len() {
-                return Err(format!("{} seeds for {} worlds", s.len(), self.worlds.len()));
+            if s.len() != self.worlds {
+                return Err(format!("{} seeds for {} worlds", s.len(), self.worlds));
             }
             for (i, &seed) in s.iter().enumerate() {
                 if mask[i] {
@@ -172,17 +193,18 @@ impl VecWorlds {
                 }
             }
         }
-        let results = self.for_each_world(|w, i, seed, _| (mask[i]).then(|| w.reset(seed)).transpose());
-        for (i, r) in results.into_iter().enumerate() {
+        let turns: Vec<Turn> =
+            mask.iter().zip(&self.seeds).map(|(&m, &seed)| if m { Turn::Reset(seed) } else { Turn::Keep }).collect();
+        for r in self.for_each_batch(&turns, &[]) {
             r?;
-            if mask[i] {
-                self.seeds[i] = self.seeds[i].wrapping_add(1);
-                self.ended[i] = false;
-                let robots = self.robots;
-                self.rewards[i * robots..(i + 1) * robots].fill(0.0);
-                self.terminated[i * robots..(i + 1) * robots].fill(false);
-                self.truncated[i * robots..(i + 1) * robots].fill(false);
-            }
+        }
+        let robots = self.robots;
+        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            self.seeds[i] = self.seeds[i].wrapping_add(1);
+            self.ended[i] = false;
+            self.rewards[i * robots..(i + 1) * robots].fill(0.0);
+            self.terminated[i * robots..(i + 1) * robots].fill(false);
+            self.truncated[i * robots..(i + 1) * robots].fill(false);
         }
         Ok(())
     }
@@ -193,28 +215,31 @@ impl VecWorlds {
     pub fn step(&mut self, actions: &[f32]) -> Result<(), String> {
         let per_robot = self.spec.action_size();
         let per_world = self.robots * per_robot;
-        if actions.len() != self.worlds.len() * per_world {
+        if actions.len() != self.worlds * per_world {
             return Err(format!(
                 "{} action values for {} worlds of {} robots with {per_robot} values each",
                 actions.len(),
-                self.worlds.len(),
+                self.worlds,
                 self.robots
             ));
         }
-        let ended = std::mem::take(&mut self.ended);
         let robots = self.robots;
-        let results = self.for_each_world(|w, i, seed, outcomes| {
-            if ended[i] {
-                outcomes.fill(RobotOutcome::default());
-                w.reset(seed).map(|()| true)
-            } else {
-                w.step(&actions[i * per_world..(i + 1) * per_world], outcomes);
-                Ok(false)
+        let turns: Vec<Turn> = self
+            .ended
+            .iter()
+            .zip(&self.seeds)
+            .map(|(&e, &seed)| if e { Turn::Reset(seed) } else { Turn::Step })
+            .collect();
+        for (i, turn) in turns.iter().enumerate() {
+            if *turn != Turn::Step {
+                self.outcomes[i * robots..(i + 1) * robots].fill(RobotOutcome::default());
             }
-        });
-        self.ended = ended;
-        for (i, r) in results.into_iter().enumerate() {
-            if r? {
+        }
+        for r in self.for_each_batch(&turns, actions) {
+            r?;
+        }
+        for (i, turn) in turns.iter().enumerate() {
+            if matches!(turn, Turn::Reset(_)) {
                 self.seeds[i] = self.seeds[i].wrapping_add(1);
             }
             let o = &self.outcomes[i * robots..(i + 1) * robots];
@@ -231,72 +256,116 @@ impl VecWorlds {
 
     /// Every world's trajectory hash, in crsim's hex form.
     pub fn hashes(&self) -> Vec<String> {
-        self.worlds.iter().map(EnvWorld::hash).collect()
+        self.batches.iter().flat_map(|b| (0..b.len()).map(|i| b.hash(i))).collect()
     }
 
     /// Each world's steps in its current episode.
     pub fn episode_steps(&self) -> Vec<u64> {
-        self.worlds.iter().map(|w| w.episode_steps).collect()
+        self.batches.iter().flat_map(|b| (0..b.len()).map(|i| b.episode_steps(i))).collect()
     }
 
     /// Writes every world's observations and counts into the arrays (a step or reset does it on
     /// the worlds' threads).
     fn observe_all(&mut self) {
         let per_world = self.robots * Counts::NAMES.len();
-        let chunks = self.observations.chunks_mut(self.obs_len).zip(self.counts.chunks_mut(per_world));
-        for (w, (out, counts)) in self.worlds.iter_mut().zip(chunks) {
-            w.observe(out);
-            w.write_counts(counts);
+        let mut worlds = self.observations.chunks_mut(self.obs_len).zip(self.counts.chunks_mut(per_world));
+        for b in &mut self.batches {
+            for (i, (out, counts)) in (0..b.len()).zip(worlds.by_ref()) {
+                b.observe(i, out);
+                b.write_counts(i, counts);
+            }
         }
     }
 
-    /// Runs `f` on every world (with its index, next seed and outcomes) on up to `threads`
-    /// threads, a contiguous share of the worlds each, then writes the world's observations and
-    /// counts into the arrays on the same thread; `f`'s results in world order.
-    fn for_each_world<R: Send + 'static>(
+    /// Advances every batch as `turns` says (one for each world; `actions` for every world, or
+    /// none when no world steps) on up to `threads` threads, a contiguous share of the batches
+    /// each, then writes each world's observations and counts into the arrays on the same
+    /// thread; the batches' results in order.
+    fn for_each_batch(&mut self, turns: &[Turn], actions: &[f32]) -> Vec<Result<(), String>> {
+        let (obs_len, per_counts) = (self.obs_len, self.robots * Counts::NAMES.len());
+        self.for_each_batch_with(turns, actions, |w| {
+            let first = w.first;
+            w.batch.advance(w.turns, w.actions, w.outcomes).map_err(|e| format!("worlds from {first}: {e}"))?;
+            for i in 0..w.batch.len() {
+                w.batch.observe(i, &mut w.obs[i * obs_len..(i + 1) * obs_len]);
+                w.batch.write_counts(i, &mut w.counts[i * per_counts..(i + 1) * per_counts]);
+            }
+            Ok(())
+        })
+    }
+
+    /// [`VecWorlds::for_each_batch`] with `run` doing each batch's part.
+    fn for_each_batch_with(
         &mut self,
-        f: impl Fn(&mut EnvWorld, usize, u64, &mut [RobotOutcome]) -> R + Sync,
-    ) -> Vec<R> {
-        let e = self.worlds.len();
-        let share = e.div_ceil(self.threads.min(e));
+        turns: &[Turn],
+        actions: &[f32],
+        run: impl Fn(&mut Work<'_>) -> Result<(), String> + Sync,
+    ) -> Vec<Result<(), String>> {
         let (robots, obs_len) = (self.robots, self.obs_len);
+        let per_action = robots * self.spec.action_size();
         let per_counts = robots * Counts::NAMES.len();
-        let seeds = &self.seeds;
-        let work = (self.worlds.chunks_mut(share))
-            .zip(self.outcomes.chunks_mut(share * robots))
-            .zip(self.observations.chunks_mut(share * obs_len))
-            .zip(self.counts.chunks_mut(share * per_counts))
-            .enumerate();
-        let run = |(c, (((worlds, outcomes), obs), counts)): (usize, Share<'_>)| {
-            let each = (worlds.iter_mut().zip(outcomes.chunks_mut(robots)))
-                .zip(obs.chunks_mut(obs_len).zip(counts.chunks_mut(per_counts)));
-            each.enumerate()
-                .map(|(k, ((w, o), (obs, counts)))| {
-                    let i = c * share + k;
-                    let result = f(w, i, seeds[i], o);
-                    w.observe(obs);
-                    w.write_counts(counts);
-                    result
-                })
-                .collect::<Vec<R>>()
-        };
-        if self.threads == 1 || e == 1 {
-            return work.flat_map(run).collect();
+        // Each batch with its worlds' turns, actions and parts of the arrays.
+        let mut work: Vec<Work<'_>> = Vec::with_capacity(self.batches.len());
+        let (mut outcomes, mut obs, mut counts) =
+            (&mut self.outcomes[..], &mut self.observations[..], &mut self.counts[..]);
+        let mut first = 0;
+        for batch in &mut self.batches {
+            let n = batch.len();
+            let (o, rest) = std::mem::take(&mut outcomes).split_at_mut(n * robots);
+            outcomes = rest;
+            let (v, rest) = std::mem::take(&mut obs).split_at_mut(n * obs_len);
+            obs = rest;
+            let (c, rest) = std::mem::take(&mut counts).split_at_mut(n * per_counts);
+            counts = rest;
+            let a = actions.get(first * per_action..(first + n) * per_action).unwrap_or(&[]);
+            work.push(Work {
+                batch,
+                first,
+                turns: &turns[first..first + n],
+                actions: a,
+                outcomes: o,
+                obs: v,
+                counts: c,
+            });
+            first += n;
+        }
+        if self.threads == 1 || work.len() == 1 {
+            return work.iter_mut().map(run).collect();
         }
         let threads = self.threads;
         let pool = Pool::of_this_process(&mut self.pool, threads - 1);
-        // The caller's thread takes shares too while it waits; results come in the order the
-        // shares were spawned, and a panic in one is raised again here.
+        // Each thread its share of the batches; the caller's thread takes shares too while it
+        // waits; results come in the order the shares were spawned, and a panic in one is
+        // raised again here.
+        let mut parts: Vec<&mut [Work<'_>]> = Vec::with_capacity(self.shares.len());
+        let mut rest = &mut work[..];
+        for &n in &self.shares {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            parts.push(part);
+            rest = tail;
+        }
         let run = &run;
         pool.scope(|s| {
-            for part in work {
-                s.spawn(async move { run(part) });
+            for part in parts {
+                s.spawn(async move { part.iter_mut().map(run).collect::<Vec<_>>() });
             }
         })
         .into_iter()
         .flatten()
         .collect()
     }
+}
+
+/// One batch's part of a call: its worlds' turns and actions, and its parts of the arrays.
+struct Work<'a> {
+    batch: &'a mut EnvBatch,
+    /// Its first world's place in the environment.
+    first: usize,
+    turns: &'a [Turn],
+    actions: &'a [f32],
+    outcomes: &'a mut [RobotOutcome],
+    obs: &'a mut [f32],
+    counts: &'a mut [f32],
 }
 
 /// The worlds' threads, with the process that made them. A process forked from the one that made
@@ -333,10 +402,6 @@ impl Drop for Pool {
         }
     }
 }
-
-/// One thread's share of the worlds and of the arrays they write: worlds, outcomes, observations,
-/// counts.
-type Share<'a> = (((&'a mut [EnvWorld], &'a mut [RobotOutcome]), &'a mut [f32]), &'a mut [f32]);
 
 /// Checks that every world of `specs` drives the robots of the first, with the same observation
 /// sizes; the error names the first world that does not.
@@ -419,10 +484,12 @@ mod tests {
         v.step(&still).unwrap();
         assert!(v.pool.is_some(), "the pool is made at the first step on two threads");
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            v.for_each_world(|_, i, _, _| {
-                if i == 3 {
+            let keep = vec![Turn::Keep; 4];
+            v.for_each_batch_with(&keep, &[], |w| {
+                if let Some(i) = (w.first..w.first + w.batch.len()).find(|&i| i == 3) {
                     panic!("world {i} broke")
                 }
+                Ok(())
             })
         }));
         let payload = caught.expect_err("the panic is raised on the caller");

@@ -12,10 +12,13 @@ use crate::control::programs::protocol::{GripAction, OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
 use crate::robot::{Battery, Gripper, Odometry, RangeSensor, Robot, pose};
 use crate::run::headless::headless_app_with;
+use crate::run::load::load_env;
 use crate::run::until::Until;
+use crate::scene::SceneSource;
 use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
-use crate::scene::{PendingScene, SceneSource};
-use crate::sim::{Passes, PerEnv, SimTime, StepSchedules, TrajectoryHash, drop_unused_systems};
+use crate::sim::{
+    Env, EnvStart, Passes, PerEnv, RobotOrder, SimTime, StepSchedules, TrajectoryHash, drop_unused_systems,
+};
 use crate::world::Arena;
 
 /// Values of one robot's action: linear and angular speed as fractions of its maxima (clamped
@@ -119,7 +122,7 @@ impl RewardWeights {
 
 /// What every world of an environment shares: the scene (its program robots are the ones the
 /// environment drives), and how episodes end and are rewarded.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EnvSpec {
     pub scene: SceneFile,
     pub source: SceneSource,
@@ -223,10 +226,33 @@ struct Driven {
 /// What a driven robot's counts are read from.
 type CountedItem<'a> = (&'a Gripper, &'a Odometry, &'a Transform, &'a Battery, Option<&'a RadioIn>);
 
-/// One world of an environment.
-pub struct EnvWorld {
+/// One environment of a batch: the robots it drives and its episode.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    robots: Vec<Driven>,
+    /// Steps of this episode.
+    episode_steps: u64,
+}
+
+/// What happens to each environment of a batch in one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// It steps with its actions.
+    Step,
+    /// It is loaded again with this seed (its actions are not used).
+    Reset(u64),
+    /// Nothing: it keeps its state and observation.
+    Keep,
+}
+
+/// Environments of one scene in one world: each its own copy of the scene (its own seed,
+/// physics context, radio, random streams, step count), stepped together by one schedule, as
+/// each would step alone in a world of its own. Bevy's schedule and its systems' state are
+/// kept once for all of them, which is what makes a small environment cheap
+/// ([`crate::sim::Env`]).
+pub struct EnvBatch {
     world: World,
-    /// The world's fixed schedules, held out of it between resets.
+    /// The world's fixed schedules, held out of it.
     schedules: Option<StepSchedules>,
     /// What observations read, kept: a query made anew scans every archetype.
     observed: Option<QueryState<ObservedItem<'static>>>,
@@ -235,117 +261,190 @@ pub struct EnvWorld {
     /// A robot's whole observation, before the parts the environment observes are taken.
     full: Vec<f32>,
     spec: EnvSpec,
-    robots: Vec<Driven>,
-    /// Steps of this episode.
-    pub episode_steps: u64,
+    envs: Vec<Slot>,
 }
 
-impl EnvWorld {
-    /// A world of `spec`'s scene with `seed`, reset: its first step's sense part has run.
-    pub fn new(spec: &EnvSpec, seed: u64) -> Result<EnvWorld, String> {
-        let mut scene = spec.scene.clone();
-        scene.seed = seed;
-        let mut app = headless_app_with(scene, spec.source.clone(), |app| {
+impl EnvBatch {
+    /// `seeds.len()` environments of `spec`'s scene (at least one), environment `i` with
+    /// `seeds[i]`, each reset: their first step's sense part has run.
+    pub fn new(spec: &EnvSpec, seeds: &[u64]) -> Result<EnvBatch, String> {
+        let Some(&first) = seeds.first() else { return Err("a batch of no environments".into()) };
+        if seeds.len() > 1 {
+            batchable(&spec.scene)?;
+        }
+        let mut app = headless_app_with(seeded(&spec.scene, first), spec.source.clone(), |app| {
             app.insert_resource(InProcess);
         });
         let mut world = std::mem::take(app.world_mut());
         // Each world steps on the thread it is given: the environment spreads worlds over the
         // cores, not a world's robots.
         world.insert_resource(Passes::ONE);
+        for (i, &seed) in seeds.iter().enumerate().skip(1) {
+            load_env(&mut world, Env(i as u32), &seeded(&spec.scene, seed));
+        }
+        // The subsystems take up the environments just loaded.
+        world.run_schedule(PreUpdate);
         // One scene, reset again and again, never recorded: what it does not use now it never will.
         drop_unused_systems(&mut world);
-        let mut env = EnvWorld {
+        let mut batch = EnvBatch {
             world,
             schedules: None,
             observed: None,
             counted: None,
             full: Vec::new(),
             spec: spec.clone(),
-            robots: Vec::new(),
-            episode_steps: 0,
+            envs: vec![Slot::default(); seeds.len()],
         };
-        env.start_episode()?;
-        Ok(env)
-    }
-
-    /// The scene's world again, with `seed`.
-    pub fn reset(&mut self, seed: u64) -> Result<(), String> {
-        let mut scene = self.spec.scene.clone();
-        scene.seed = seed;
-        self.world.resource_mut::<PendingScene>().request(scene, self.spec.source.clone());
-        if let Some(schedules) = self.schedules.take() {
-            schedules.put_back(&mut self.world);
+        batch.run_sense();
+        for i in 0..seeds.len() {
+            batch.start_episode(i)?;
         }
-        // The main schedule loads the scene (no step runs: the clock has none queued).
-        self.world.run_schedule(Main);
-        self.start_episode()
+        Ok(batch)
     }
 
-    /// Finds the driven robots of the freshly loaded scene and runs the first step's sense part.
-    fn start_episode(&mut self) -> Result<(), String> {
+    /// Environments in the batch.
+    pub fn len(&self) -> usize {
+        self.envs.len()
+    }
+
+    /// Whether it has none (it never has).
+    pub fn is_empty(&self) -> bool {
+        self.envs.is_empty()
+    }
+
+    /// One call for the whole batch: each environment steps, is reset or is kept as `turns`
+    /// says (one each). A stepping environment takes [`EnvSpec::action_size`] values a driven
+    /// robot from `actions` (all the batch's, environment after environment; checked by the
+    /// caller) and writes what the step did to each of its robots into `out` (all the batch's
+    /// robots); a reset or kept one writes nothing there.
+    pub fn advance(&mut self, turns: &[Turn], actions: &[f32], out: &mut [RobotOutcome]) -> Result<(), String> {
+        let stepping = turns.contains(&Turn::Step);
+        if stepping {
+            self.set_actions(turns, actions);
+            self.run_rest();
+        }
+        let resets: Vec<(usize, u64)> = turns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| if let Turn::Reset(s) = t { Some((i, *s)) } else { None })
+            .collect();
+        for &(i, seed) in &resets {
+            load_env(&mut self.world, Env(i as u32), &seeded(&self.spec.scene, seed));
+        }
+        if !resets.is_empty() {
+            self.world.run_schedule(PreUpdate);
+        }
+        if stepping || !resets.is_empty() {
+            // Every environment's sense part: a kept one, sensed already in this step, is left
+            // as it was.
+            self.run_sense();
+        }
+        for &(i, _) in &resets {
+            self.start_episode(i)?;
+        }
+        if stepping {
+            self.outcomes(turns, out);
+        }
+        // Messages older than a step are dropped, as the app's frame does.
+        let _ = self.world.run_system_cached(bevy::ecs::message::message_update_system);
+        Ok(())
+    }
+
+    /// Hands each stepping environment's actions to its driven robots.
+    fn set_actions(&mut self, turns: &[Turn], actions: &[f32]) {
+        let per_env = self.robots_per_env() * self.spec.action_size();
+        for ((slot, turn), actions) in self.envs.iter().zip(turns).zip(actions.chunks_exact(per_env.max(1))) {
+            if *turn != Turn::Step {
+                continue;
+            }
+            for (r, a) in slot.robots.iter().zip(actions.chunks_exact(self.spec.action_size())) {
+                let action = robot_action(&r.name, r.max_speed, r.max_turn, a);
+                if let Some(mut program) = self.world.get_mut::<Program>(r.entity) {
+                    program.set_action(action);
+                }
+            }
+        }
+    }
+
+    /// What the step did to each robot of each stepping environment.
+    fn outcomes(&mut self, turns: &[Turn], out: &mut [RobotOutcome]) {
+        let done = match self.spec.until {
+            Some(until) => until.reached_each(&mut self.world, self.envs.len()),
+            None => vec![false; self.envs.len()],
+        };
+        let per_env = self.robots_per_env();
+        for i in 0..self.envs.len() {
+            if turns[i] != Turn::Step {
+                continue;
+            }
+            self.envs[i].episode_steps += 1;
+            let truncated = self.envs[i].episode_steps >= self.spec.max_steps;
+            for k in 0..self.envs[i].robots.len() {
+                let (now, empty) = self.counts(i, k);
+                let before = std::mem::replace(&mut self.envs[i].robots[k].counts, now);
+                let reward = self.spec.rewards.reward(&before, &now);
+                out[i * per_env + k] = RobotOutcome { reward, terminated: done[i] || empty, truncated };
+            }
+        }
+    }
+
+    /// Robots each environment drives.
+    fn robots_per_env(&self) -> usize {
+        self.envs.first().map_or(0, |s| s.robots.len())
+    }
+
+    fn run_sense(&mut self) {
+        let world = &mut self.world;
+        self.schedules.get_or_insert_with(|| StepSchedules::take(world)).run_sense(world);
+    }
+
+    fn run_rest(&mut self) {
+        let world = &mut self.world;
+        self.schedules.get_or_insert_with(|| StepSchedules::take(world)).run_rest(world);
+    }
+
+    /// Finds environment `i`'s driven robots in its freshly loaded scene (its sense part has
+    /// run) and starts their counts.
+    fn start_episode(&mut self, i: usize) -> Result<(), String> {
+        let env = Env(i as u32);
         let names = self.spec.robots();
+        let order = self.world.resource::<RobotOrder>().of(env).to_vec();
         let mut found = Vec::with_capacity(names.len());
-        let mut q = self.world.query::<(Entity, &Name, &Robot, Has<Program>)>();
         for name in &names {
-            let Some((entity, _, robot, program)) = q.iter(&self.world).find(|(_, n, ..)| n.as_str() == name) else {
+            let robot = order.iter().find_map(|&e| {
+                let named = self.world.get::<Name>(e).is_some_and(|n| n.as_str() == name);
+                named.then(|| (e, self.world.get::<Robot>(e).cloned(), self.world.get::<Program>(e).is_some()))
+            });
+            let Some((entity, Some(robot), program)) = robot else {
                 return Err(format!("robot \"{name}\" is not in the scene's world"));
             };
             if !program {
                 return Err(format!("robot \"{name}\" is not a program robot"));
             }
-            let cell = 2.0 * robot.radius;
             found.push(Driven {
                 name: name.clone(),
                 entity,
                 max_speed: robot.max_speed,
                 max_turn: robot.max_turn,
-                cell,
+                cell: 2.0 * robot.radius,
                 visited: HashSet::new(),
                 last_cell: None,
                 counts: Counts::default(),
             });
         }
-        self.robots = found;
-        self.episode_steps = 0;
-        let world = &mut self.world;
-        self.schedules.get_or_insert_with(|| StepSchedules::take(world)).run_sense(world);
-        for i in 0..self.robots.len() {
-            self.robots[i].counts = self.counts(i).0;
+        self.envs[i] = Slot { robots: found, episode_steps: 0 };
+        for k in 0..self.envs[i].robots.len() {
+            self.envs[i].robots[k].counts = self.counts(i, k).0;
         }
         Ok(())
     }
 
-    /// Runs one step with `actions` ([`EnvSpec::action_size`] values a driven robot, in order; checked
-    /// by the caller), then the next step's sense part; writes what the step did to each robot
-    /// into `out`.
-    pub fn step(&mut self, actions: &[f32], out: &mut [RobotOutcome]) {
-        for (r, a) in self.robots.iter().zip(actions.chunks_exact(self.spec.action_size())) {
-            let action = robot_action(&r.name, r.max_speed, r.max_turn, a);
-            if let Some(mut program) = self.world.get_mut::<Program>(r.entity) {
-                program.set_action(action);
-            }
-        }
-        let world = &mut self.world;
-        let schedules = self.schedules.get_or_insert_with(|| StepSchedules::take(world));
-        schedules.run_rest(world);
-        schedules.run_sense(world);
-        self.episode_steps += 1;
-        let done = self.spec.until.is_some_and(|u| u.reached(&mut self.world));
-        let truncated = self.episode_steps >= self.spec.max_steps;
-        for (i, out) in out.iter_mut().enumerate().take(self.robots.len()) {
-            let (now, empty) = self.counts(i);
-            let before = std::mem::replace(&mut self.robots[i].counts, now);
-            let reward = self.spec.rewards.reward(&before, &now);
-            *out = RobotOutcome { reward, terminated: done || empty, truncated };
-        }
-    }
-
-    /// A driven robot's counts now, its visited cells and messages heard brought up to date
-    /// (called once a step), and whether its battery is empty (without one, it counts as
-    /// empty); a robot that lacks a part its counts read keeps its counts.
-    fn counts(&mut self, i: usize) -> (Counts, bool) {
+    /// Robot `k` of environment `i`: its counts now, its visited cells and messages heard
+    /// brought up to date (called once a step), and whether its battery is empty (without one,
+    /// it counts as empty); a robot that lacks a part its counts read keeps its counts.
+    fn counts(&mut self, i: usize, k: usize) -> (Counts, bool) {
         let q = self.counted.get_or_insert_with(|| self.world.query::<CountedItem>());
-        let (world, r) = (&self.world, &mut self.robots[i]);
+        let (world, r) = (&self.world, &mut self.envs[i].robots[k]);
         let Ok((g, o, t, b, inbox)) = q.get(world, r.entity) else {
             return (r.counts, world.get::<Battery>(r.entity).is_none_or(Battery::is_empty));
         };
@@ -367,21 +466,22 @@ impl EnvWorld {
         (counts, b.is_empty())
     }
 
-    /// Writes every driven robot's counts ([`Counts::values`]) into `out`, one after the other.
-    pub fn write_counts(&self, out: &mut [f32]) {
-        for (r, out) in self.robots.iter().zip(out.chunks_exact_mut(Counts::NAMES.len())) {
+    /// Writes environment `i`'s driven robots' counts ([`Counts::values`]) into `out`, one
+    /// after the other.
+    pub fn write_counts(&self, i: usize, out: &mut [f32]) {
+        for (r, out) in self.envs[i].robots.iter().zip(out.chunks_exact_mut(Counts::NAMES.len())) {
             out.copy_from_slice(&r.counts.values());
         }
     }
 
-    /// Writes every driven robot's observation into `out`, one after the other (each of the
-    /// size [`EnvSpec::observation_sizes`] gives).
-    pub fn observe(&mut self, out: &mut [f32]) {
+    /// Writes environment `i`'s driven robots' observations into `out`, one after the other
+    /// (each of the size [`EnvSpec::observation_sizes`] gives).
+    pub fn observe(&mut self, i: usize, out: &mut [f32]) {
         let arena = *self.world.resource::<Arena>();
         let q = self.observed.get_or_insert_with(|| self.world.query::<ObservedItem>());
         let message = self.spec.message_size;
         let mut at = 0;
-        for r in &self.robots {
+        for r in &self.envs[i].robots {
             let Ok(item) = q.get(&self.world, r.entity) else { continue };
             let beams = item.9.map_or(0, |(s, _)| s.rays as usize);
             let n = observe::size(item.9.map(|(s, _)| s), message);
@@ -402,15 +502,45 @@ impl EnvWorld {
         }
     }
 
-    /// The trajectory hash so far, as `crsim run` prints it.
-    pub fn hash(&self) -> String {
-        self.world.resource::<PerEnv<TrajectoryHash>>().only().hex()
+    /// Environment `i`'s trajectory hash so far, as `crsim run` prints it.
+    pub fn hash(&self, i: usize) -> String {
+        let hashes = self.world.resource::<PerEnv<TrajectoryHash>>();
+        hashes.0.get(i).map_or_else(|| TrajectoryHash::default().hex(), TrajectoryHash::hex)
     }
 
-    /// Steps the world has run since its scene was loaded.
-    pub fn step_count(&self) -> u64 {
-        self.world.resource::<SimTime>().step
+    /// Steps environment `i` has run in its current episode.
+    pub fn episode_steps(&self, i: usize) -> u64 {
+        self.envs[i].episode_steps
     }
+
+    /// Steps environment `i` has run since its scene was loaded.
+    pub fn step_count(&self, i: usize) -> u64 {
+        let starts = self.world.resource::<PerEnv<EnvStart>>();
+        starts.step_of(Env(i as u32), self.world.resource::<SimTime>().step)
+    }
+}
+
+/// `scene` with `seed`.
+fn seeded(scene: &SceneFile, seed: u64) -> SceneFile {
+    let mut scene = scene.clone();
+    scene.seed = seed;
+    scene
+}
+
+/// Whether copies of `scene` can share a world: everything they touch is their own but for
+/// what the process has once — sockets (the bot link over UDP, outside bots, servers) — and
+/// the kinematic model, which moves every free body of a world at once.
+pub fn batchable(scene: &SceneFile) -> Result<(), String> {
+    if scene.physics == crate::scene::schema::PhysicsMode::Kinematic {
+        return Err("a kinematic scene steps alone in its world (physics: Rigid shares one)".into());
+    }
+    if scene.botlink.transport != crate::scene::schema::Transport::InProcess {
+        return Err("a scene whose bot link goes over UDP steps alone in its world".into());
+    }
+    if scene.robots.iter().any(|r| r.outside.is_some() || matches!(r.controller, ControllerSpec::Remote { .. })) {
+        return Err("a scene with outside or remote robots steps alone in its world".into());
+    }
+    Ok(())
 }
 
 /// The program action of one robot's values: [`ACTION_SIZE`], then its message vector's (each

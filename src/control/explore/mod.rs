@@ -24,7 +24,7 @@ use crate::robot::{BumpSensor, Robot, pose};
 use crate::scene::ActiveScene;
 use crate::scene::schema::StrategySpec;
 use crate::sim::rng::stream;
-use crate::sim::{RobotOrder, SimTime, add_report_section};
+use crate::sim::{Env, EnvStart, PerEnv, RobotOrder, SimTime, add_report_section};
 use crate::skills::{Executor, MoveAhead, MoveTo, SkillGroup, SkillRequest, Stop, TurnTo};
 use crate::world::{Arena, SonarEcho, groups};
 
@@ -71,18 +71,19 @@ pub(in crate::control) fn attach(
 
 pub(in crate::control) fn explore(
     time: Res<SimTime>,
+    starts: Res<PerEnv<EnvStart>>,
     mut echoes: MessageReader<SonarEcho>,
     mut collisions: MessageWriter<ExploreCollision>,
-    mut robots: Query<(Entity, &Transform, &BumpSensor, &Executor, &mut SkillRequest, &mut Explorer)>,
+    mut robots: Query<(Entity, &Transform, &BumpSensor, &Executor, &mut SkillRequest, &mut Explorer, &Env)>,
     mut radios: Query<(&RadioIn, &mut RadioOut)>,
     others: Query<(), With<Robot>>,
 ) {
     for echo in echoes.read() {
-        if let Ok((_, _, _, _, _, mut ex)) = robots.get_mut(echo.robot) {
+        if let Ok((_, _, _, _, _, mut ex, _)) = robots.get_mut(echo.robot) {
             ex.sonar_detected();
         }
     }
-    for (entity, transform, bump, executor, mut request, mut ex) in &mut robots {
+    for (entity, transform, bump, executor, mut request, mut ex, env) in &mut robots {
         let mut radio = radios.get_mut(entity).ok();
         // What the others found: obstacle cells this explorer need never touch itself.
         if let Some((inbox, _)) = radio.as_ref() {
@@ -93,9 +94,11 @@ pub(in crate::control) fn explore(
             }
         }
         let (position, heading) = pose(transform);
+        // The environment's own step and time.
+        let step = starts.step_of(*env, time.step);
         let senses = Senses {
-            step: time.step,
-            seconds: time.seconds(),
+            step,
+            seconds: step as f64 * time.dt_exact,
             position,
             contacts: bump
                 .touching

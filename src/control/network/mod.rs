@@ -27,11 +27,12 @@ pub use units::{Blueprint, Brain, BrainParams, Lead, Outputs, Percepts, SubjectK
 
 use crate::robot::Battery;
 use crate::scene::SceneLoaded;
-use crate::sim::{LoadSystems, RobotOrder, SimSystems, SimTime, add_report_section};
+use crate::sim::{Env, EnvStart, LoadSystems, PerEnv, RobotOrder, SimSystems, SimTime, add_report_section};
 use crate::world::{Boxed, Pen};
 
-/// When the last pen went into a box, if it has.
-#[derive(Resource, Debug, Clone, Default, PartialEq, Eq)]
+/// When the last pen of an environment went into a box, if it has (one for each environment, in
+/// a [`PerEnv`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CollectProgress {
     pub pens_total: u32,
     pub pens_boxed: u32,
@@ -44,35 +45,48 @@ pub struct CollectProgress {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<CollectProgress>()
+    app.insert_resource(PerEnv::<CollectProgress>::one())
         .add_systems(PreUpdate, reset_progress.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::React))
         .add_systems(FixedUpdate, record_progress.in_set(SimSystems::Record));
     crate::sim::add_optional_systems(app, FixedUpdate, record_progress, crate::sim::any_with::<NetworkController>);
     add_report_section(app, report_section);
 }
 
-fn reset_progress(mut progress: ResMut<CollectProgress>) {
-    *progress = CollectProgress::default();
+fn reset_progress(mut progress: ResMut<PerEnv<CollectProgress>>, mut loaded: MessageReader<SceneLoaded>) {
+    for loaded in loaded.read() {
+        *progress.reach(loaded.env) = CollectProgress::default();
+    }
 }
 
 fn record_progress(
     time: Res<SimTime>,
-    pens: Query<Has<Boxed>, With<Pen>>,
-    collectors: Query<&Pursuing, With<NetworkController>>,
-    mut progress: ResMut<CollectProgress>,
+    starts: Res<PerEnv<EnvStart>>,
+    pens: Query<(Has<Boxed>, &Env), With<Pen>>,
+    collectors: Query<(&Pursuing, &Env), With<NetworkController>>,
+    mut progress: ResMut<PerEnv<CollectProgress>>,
 ) {
-    let mut targets = std::mem::take(&mut progress.targets);
-    targets.clear();
-    targets.extend(collectors.iter().filter_map(|p| p.0));
-    targets.sort_unstable();
-    let distinct = targets.chunk_by(|a, b| a == b).count();
-    progress.duplicate_steps += (targets.len() - distinct) as u64;
-    progress.targets = targets;
-    let (total, boxed) = pens.iter().fold((0, 0), |(t, b), is_boxed| (t + 1, b + u32::from(is_boxed)));
-    progress.pens_total = total;
-    progress.pens_boxed = boxed;
-    if progress.all_boxed_step.is_none() && total > 0 && boxed == total {
-        progress.all_boxed_step = Some(time.step);
+    for (_, p) in progress.iter_mut() {
+        p.targets.clear();
+        (p.pens_total, p.pens_boxed) = (0, 0);
+    }
+    for (pursuing, env) in &collectors {
+        if let (Some(pen), Some(p)) = (pursuing.0, progress.0.get_mut(env.index())) {
+            p.targets.push(pen);
+        }
+    }
+    for (is_boxed, env) in &pens {
+        if let Some(p) = progress.0.get_mut(env.index()) {
+            p.pens_total += 1;
+            p.pens_boxed += u32::from(is_boxed);
+        }
+    }
+    for (env, p) in progress.iter_mut() {
+        p.targets.sort_unstable();
+        let distinct = p.targets.chunk_by(|a, b| a == b).count();
+        p.duplicate_steps += (p.targets.len() - distinct) as u64;
+        if p.all_boxed_step.is_none() && p.pens_total > 0 && p.pens_boxed == p.pens_total {
+            p.all_boxed_step = Some(starts.step_of(env, time.step));
+        }
     }
 }
 
@@ -109,7 +123,7 @@ pub fn dump_network(world: &mut World, robot: &str) -> Option<String> {
 
 /// The `collect` section of the run metrics.
 fn report_section(world: &mut World) -> Option<(String, serde_json::Value)> {
-    let progress = world.get_resource::<CollectProgress>()?.clone();
+    let progress = world.get_resource::<PerEnv<CollectProgress>>()?.0.first()?.clone();
     let dt = world.get_resource::<SimTime>().map_or(0.0, |t| t.dt_exact);
     let order = world.get_resource::<RobotOrder>()?.0.clone();
     let mut q = world.query::<(&Name, &Battery, Option<&NetworkController>)>();

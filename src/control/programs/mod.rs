@@ -1026,10 +1026,10 @@ fn check_action(server: &ProgramServer, conn: u64, a: &RobotAction, max_message:
 
 /// The control stage: each program robot's actions become skills and messages.
 pub(super) fn act(
-    mut robots: Query<(&mut Program, &mut SkillRequest, &mut RadioOut)>,
-    names: Query<(Entity, &Name), With<Robot>>,
+    mut robots: Query<(&mut Program, &mut SkillRequest, &mut RadioOut, &Env)>,
+    names: Query<(Entity, &Name, &Env), With<Robot>>,
 ) {
-    for (mut program, mut request, mut out) in &mut robots {
+    for (mut program, mut request, mut out, env) in &mut robots {
         if std::mem::take(&mut program.stop) {
             request.set(Stop);
         }
@@ -1060,7 +1060,8 @@ pub(super) fn act(
             Some(SkillAction::TurnBy { angle }) => drop(facade.set(TurnBy::new(angle))),
             Some(SkillAction::TurnFor { angle, seconds }) => drop(facade.set(TurnFor::new(angle, seconds))),
             Some(SkillAction::Follow { target, distance, speed }) => {
-                if let Some((e, _)) = names.iter().find(|(_, n)| n.as_str() == target) {
+                // The robot of that name in its own environment.
+                if let Some((e, ..)) = names.iter().find(|(_, n, in_env)| n.as_str() == target && *in_env == env) {
                     let _ = facade.set(Follow { target: e, distance, speed: speed.unwrap_or(f32::INFINITY) });
                 }
             }
