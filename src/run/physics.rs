@@ -11,6 +11,7 @@ use bevy_rapier2d::plugin::systems::{
     apply_initial_rigid_body_impulses, apply_rigid_body_user_changes, writeback_rigid_bodies,
 };
 use bevy_rapier2d::prelude::*;
+use bevy_rapier2d::rapier::dynamics::RigidBodyHandle;
 use bevy_rapier2d::rapier::math::Pose;
 
 use crate::robot::{ReportedPose, Robot};
@@ -204,69 +205,132 @@ pub struct WrittenPose(GlobalTransform);
 
 type Body<'a, T> = (&'a RapierRigidBodyHandle, &'a RapierContextEntityLink, T);
 
+/// A changed body's handle and environment.
+type ChangedBody<'a, T> = (&'a RapierRigidBodyHandle, &'a Env, T);
+
+/// The body changes of one environment's context, in the order the queries met them.
+#[derive(Default)]
+struct BodyChanges {
+    sleeping: Vec<(RigidBodyHandle, Sleeping)>,
+    types: Vec<(RigidBodyHandle, RigidBody)>,
+    poses: Vec<(RigidBodyHandle, Pose)>,
+    velocities: Vec<(RigidBodyHandle, Velocity)>,
+    damping: Vec<(RigidBodyHandle, Damping)>,
+    disabled: Vec<RigidBodyHandle>,
+}
+
+impl BodyChanges {
+    fn is_empty(&self) -> bool {
+        self.sleeping.is_empty()
+            && self.types.is_empty()
+            && self.poses.is_empty()
+            && self.velocities.is_empty()
+            && self.damping.is_empty()
+            && self.disabled.is_empty()
+    }
+}
+
 /// Bevy → rapier before each step, as bevy_rapier's `apply_rigid_body_user_changes` does and in
 /// its order, for the body components crsim uses: sleeping, body type, pose, velocity, damping,
 /// disabling. (Forces, impulses, mass, locked axes, gravity scale, CCD and dominance are not
-/// used by crsim and not synced.)
+/// used by crsim and not synced.) Each change query is read once and its changes sorted by
+/// environment (in a world of many, reading every query once per context would cost the
+/// square of their number); each context then takes its own in the order the queries met them.
 #[allow(clippy::type_complexity)]
 fn push_body_changes(
-    mut sets: Query<(Entity, &mut RapierRigidBodySet)>,
-    sleeping: Query<Body<&Sleeping>, Changed<Sleeping>>,
-    types: Query<Body<&RigidBody>, Changed<RigidBody>>,
-    mut poses: Query<Body<(&GlobalTransform, &mut WrittenPose)>, Changed<GlobalTransform>>,
-    velocities: Query<Body<&Velocity>, Changed<Velocity>>,
-    damping: Query<Body<&Damping>, Changed<Damping>>,
-    disabled: Query<Body<&RigidBodyDisabled>, Changed<RigidBodyDisabled>>,
+    mut sets: Query<(&mut RapierRigidBodySet, &Env)>,
+    sleeping: Query<ChangedBody<&Sleeping>, Changed<Sleeping>>,
+    types: Query<ChangedBody<&RigidBody>, Changed<RigidBody>>,
+    mut poses: Query<ChangedBody<(&GlobalTransform, &mut WrittenPose)>, Changed<GlobalTransform>>,
+    velocities: Query<ChangedBody<&Velocity>, Changed<Velocity>>,
+    damping: Query<ChangedBody<&Damping>, Changed<Damping>>,
+    disabled: Query<ChangedBody<&RigidBodyDisabled>, Changed<RigidBodyDisabled>>,
+    mut by_env: Local<Vec<BodyChanges>>,
 ) {
-    // Context by context (a scene has one): its set is looked up once, not once per body.
-    for (context, mut set) in &mut sets {
-        let mut body = |link: &RapierContextEntityLink,
-                        handle: &RapierRigidBodyHandle,
-                        f: &mut dyn FnMut(&mut bevy_rapier2d::rapier::dynamics::RigidBody)| {
-            if link.0 == context
-                && let Some(rb) = set.bodies.get_mut(handle.0)
-            {
-                f(rb);
-            }
-        };
-        for (handle, link, s) in &sleeping {
-            body(link, handle, &mut |rb| {
-                let activation = rb.activation_mut();
-                activation.normalized_linear_threshold = s.normalized_linear_threshold;
-                activation.angular_threshold = s.angular_threshold;
-                if !s.sleeping && activation.sleeping {
-                    rb.wake_up(true);
-                } else if s.sleeping && !activation.sleeping {
-                    rb.sleep();
-                }
-            });
+    let envs = sets.iter().map(|(_, env)| env.index() + 1).max().unwrap_or(0);
+    if by_env.len() < envs {
+        by_env.resize_with(envs, BodyChanges::default);
+    }
+    let by_env = &mut *by_env;
+    for (handle, env, s) in &sleeping {
+        if let Some(b) = by_env.get_mut(env.index()) {
+            b.sleeping.push((handle.0, *s));
         }
-        for (handle, link, kind) in &types {
-            body(link, handle, &mut |rb| rb.set_body_type((*kind).into(), true));
+    }
+    for (handle, env, kind) in &types {
+        if let Some(b) = by_env.get_mut(env.index()) {
+            b.types.push((handle.0, *kind));
         }
-        for (handle, link, (global, mut written)) in &mut poses {
-            if link.0 != context || written.0 == *global {
-                continue;
-            }
-            let t = global.compute_transform();
-            let pose = Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z);
-            body(link, handle, &mut |rb| rb.set_position(pose, true));
-            written.0 = *global;
+    }
+    for (handle, env, (global, mut written)) in &mut poses {
+        if written.0 == *global {
+            continue;
         }
-        for (handle, link, v) in &velocities {
-            body(link, handle, &mut |rb| {
-                rb.set_linvel(v.linear, true);
-                rb.set_angvel(v.angular, true);
-            });
+        let Some(b) = by_env.get_mut(env.index()) else { continue };
+        let t = global.compute_transform();
+        b.poses.push((handle.0, Pose::new(t.translation.truncate(), t.rotation.to_scaled_axis().z)));
+        written.0 = *global;
+    }
+    for (handle, env, v) in &velocities {
+        if let Some(b) = by_env.get_mut(env.index()) {
+            b.velocities.push((handle.0, *v));
         }
-        for (handle, link, d) in &damping {
-            body(link, handle, &mut |rb| {
-                rb.set_linear_damping(d.linear_damping);
-                rb.set_angular_damping(d.angular_damping);
-            });
+    }
+    for (handle, env, d) in &damping {
+        if let Some(b) = by_env.get_mut(env.index()) {
+            b.damping.push((handle.0, *d));
         }
-        for (handle, link, _) in &disabled {
-            body(link, handle, &mut |rb| rb.set_enabled(false));
+    }
+    for (handle, env, _) in &disabled {
+        if let Some(b) = by_env.get_mut(env.index()) {
+            b.disabled.push(handle.0);
+        }
+    }
+    for (mut set, env) in &mut sets {
+        let Some(changes) = by_env.get_mut(env.index()).filter(|c| !c.is_empty()) else { continue };
+        apply_body_changes(&mut set, changes);
+    }
+}
+
+/// One context's body changes into its rapier set, kind by kind; the lists are left empty.
+fn apply_body_changes(set: &mut RapierRigidBodySet, changes: &mut BodyChanges) {
+    let bodies = &mut set.bodies;
+    for (handle, s) in changes.sleeping.drain(..) {
+        let Some(rb) = bodies.get_mut(handle) else { continue };
+        let activation = rb.activation_mut();
+        activation.normalized_linear_threshold = s.normalized_linear_threshold;
+        activation.angular_threshold = s.angular_threshold;
+        if !s.sleeping && activation.sleeping {
+            rb.wake_up(true);
+        } else if s.sleeping && !activation.sleeping {
+            rb.sleep();
+        }
+    }
+    for (handle, kind) in changes.types.drain(..) {
+        if let Some(rb) = bodies.get_mut(handle) {
+            rb.set_body_type(kind.into(), true);
+        }
+    }
+    for (handle, pose) in changes.poses.drain(..) {
+        if let Some(rb) = bodies.get_mut(handle) {
+            rb.set_position(pose, true);
+        }
+    }
+    for (handle, v) in changes.velocities.drain(..) {
+        if let Some(rb) = bodies.get_mut(handle) {
+            rb.set_linvel(v.linear, true);
+            rb.set_angvel(v.angular, true);
+        }
+    }
+    for (handle, d) in changes.damping.drain(..) {
+        if let Some(rb) = bodies.get_mut(handle) {
+            rb.set_linear_damping(d.linear_damping);
+            rb.set_angular_damping(d.angular_damping);
+        }
+    }
+    for handle in changes.disabled.drain(..) {
+        if let Some(rb) = bodies.get_mut(handle) {
+            rb.set_enabled(false);
         }
     }
 }
