@@ -26,9 +26,12 @@ use std::mem::ManuallyDrop;
 
 use bevy::tasks::{TaskPool, TaskPoolBuilder};
 
-/// The most worlds one environment holds: a world is about 2 MB, so more than this would ask for
-/// more memory than a workstation has (an error says so instead of the allocator failing).
-pub const MAX_WORLDS: usize = 4096;
+/// The most worlds one environment holds: a world of envbench's one-robot room takes about 58 KB
+/// in its batch (`bench_vector.py --worlds 4096 --robots 1`: 298 MiB peak for the whole Python
+/// process, 65 MiB with one world), a scene of many robots and pens more, so more than this
+/// could ask for more memory than a workstation has (an error says so instead of the allocator
+/// failing).
+pub const MAX_WORLDS: usize = 65_536;
 
 /// E worlds of one [`EnvSpec`] (or of one spec each, alike in the robots they drive), and the
 /// arrays they write into.
@@ -120,13 +123,17 @@ impl VecWorlds {
             while start < end {
                 let alone = batchable(&specs[start].scene).is_err();
                 let run = if alone { 1 } else { (start..end).take_while(|&i| specs[i] == specs[start]).count() };
-                let batch = EnvBatch::new(&specs[start], &seeds[start..start + run])
-                    .map_err(|e| format!("world {start}: {e}"))?;
-                batches.push(batch);
-                start += run;
-                if let Some(reason) = stop() {
+                let mut stopped = None;
+                let mut ask = || {
+                    stopped = stop();
+                    stopped.clone()
+                };
+                let batch = EnvBatch::new_until(&specs[start], &seeds[start..start + run], &mut ask);
+                if let Some(reason) = stopped.or_else(&mut stop) {
                     return Err(reason);
                 }
+                batches.push(batch.map_err(|e| format!("world {start}: {e}"))?);
+                start += run;
             }
             shares.push(batches.len() - before);
         }
@@ -475,6 +482,50 @@ mod tests {
         assert_ne!(alone[0], alone[1], "other seeds and actions, other trajectories");
     }
 
+    /// Steps `batch` `n` times, each environment with its seed's actions at its own step.
+    fn drive(batch: &mut EnvBatch, seeds: &[u64], from: &mut [u64], n: u64) {
+        let mut out = vec![RobotOutcome::default(); 2 * seeds.len()];
+        for _ in 0..n {
+            let actions: Vec<f32> = seeds.iter().zip(from.iter()).flat_map(|(&s, &k)| actions_for(s, k)).collect();
+            batch.advance(&vec![Turn::Step; seeds.len()], &actions, &mut out).unwrap();
+            from.iter_mut().for_each(|k| *k += 1);
+        }
+    }
+
+    /// An environment reset beside others that step, or beside others kept as they are, runs
+    /// from there as a fresh world of its seed; the others go on as if nothing happened, their
+    /// counts (collisions among them: the bump sensor senses once a step) included.
+    #[test]
+    fn an_environment_reset_beside_others_leaves_them_alone_and_starts_afresh() {
+        let spec = spec(10_000);
+        let state = |b: &EnvBatch, i: usize| {
+            let mut c = vec![0.0; 2 * Counts::NAMES.len()];
+            b.write_counts(i, &mut c);
+            (b.hash(i), c)
+        };
+        let fresh = |seed: u64, n: u64| {
+            let mut b = EnvBatch::new(&spec, &[seed]).unwrap();
+            drive(&mut b, &[seed], &mut [0], n);
+            state(&b, 0)
+        };
+        let mut batch = EnvBatch::new(&spec, &[1, 2]).unwrap();
+        drive(&mut batch, &[1, 2], &mut [0, 0], 60);
+        // Environment 1 loaded again with seed 7 while environment 0 is kept as it is.
+        let mut out = vec![RobotOutcome::default(); 4];
+        batch.advance(&[Turn::Keep, Turn::Reset(7)], &[], &mut out).unwrap();
+        assert_eq!((batch.episode_steps(0), batch.episode_steps(1), batch.step_count(1)), (60, 0, 0));
+        drive(&mut batch, &[1, 7], &mut [60, 0], 90);
+        assert_eq!(state(&batch, 0), fresh(1, 150));
+        assert_eq!(state(&batch, 1), fresh(7, 90));
+        // Environment 0 loaded again with seed 8 while environment 1 steps.
+        let actions: Vec<f32> = [actions_for(1, 150), actions_for(7, 90)].concat();
+        batch.advance(&[Turn::Reset(8), Turn::Step], &actions, &mut out).unwrap();
+        drive(&mut batch, &[8, 7], &mut [0, 91], 40);
+        assert_eq!(state(&batch, 0), fresh(8, 40));
+        assert_eq!(state(&batch, 1), fresh(7, 131));
+        assert_ne!(fresh(1, 40), fresh(8, 40), "another seed, another trajectory");
+    }
+
     /// The worlds' threads are kept from step to step; a panic in one thread's share comes back
     /// to the caller (the Python module makes it an exception), and the worlds step on after it.
     #[test]
@@ -566,7 +617,7 @@ mod tests {
         assert!(e.contains("has no program robots"), "{e}");
         assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
         let e = VecWorlds::new(spec(10), &vec![0; MAX_WORLDS + 1], 1).err().unwrap();
-        assert_eq!(e, "4097 worlds is more than the 4096 one environment holds");
+        assert_eq!(e, "65537 worlds is more than the 65536 one environment holds");
     }
 
     #[test]

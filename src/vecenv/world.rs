@@ -268,6 +268,16 @@ impl EnvBatch {
     /// `seeds.len()` environments of `spec`'s scene (at least one), environment `i` with
     /// `seeds[i]`, each reset: their first step's sense part has run.
     pub fn new(spec: &EnvSpec, seeds: &[u64]) -> Result<EnvBatch, String> {
+        Self::new_until(spec, seeds, &mut || None)
+    }
+
+    /// [`EnvBatch::new`], asking `stop` after each environment it loads (thousands take
+    /// seconds): when it gives a reason, building stops with it as the error.
+    pub fn new_until(
+        spec: &EnvSpec,
+        seeds: &[u64],
+        stop: &mut dyn FnMut() -> Option<String>,
+    ) -> Result<EnvBatch, String> {
         let Some(&first) = seeds.first() else { return Err("a batch of no environments".into()) };
         if seeds.len() > 1 {
             batchable(&spec.scene)?;
@@ -281,6 +291,9 @@ impl EnvBatch {
         world.insert_resource(Passes::ONE);
         for (i, &seed) in seeds.iter().enumerate().skip(1) {
             load_env(&mut world, Env(i as u32), &seeded(&spec.scene, seed));
+            if let Some(reason) = stop() {
+                return Err(reason);
+            }
         }
         // The subsystems take up the environments just loaded.
         world.run_schedule(PreUpdate);
@@ -571,8 +584,51 @@ pub fn robot_action(name: &str, max_speed: f32, max_turn: f32, a: &[f32]) -> Rob
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::robot::{BumpEvent, BumpSensor};
     use crate::run::headless::run_steps;
     use crate::scene::load::load_scene_file;
+    use bevy::ecs::message::Messages;
+
+    fn bump_of_first_robot(batch: &mut EnvBatch, env: usize) -> BumpSensor {
+        let e = batch.envs[env].robots[0].entity;
+        batch.world.get::<BumpSensor>(e).cloned().unwrap()
+    }
+
+    /// A robot that has just bumped into a wall keeps its bump (and no second event is written)
+    /// when its environment is kept while another one is reset: the sense part then runs again
+    /// in the same step for every environment.
+    #[test]
+    fn a_kept_environment_senses_its_bumps_once_in_a_step() {
+        let mut scene = SceneFile::empty("bump", 3.0, 3.0);
+        let mut r = RobotSpec::new("a", 0.5, 1.5, 180.0);
+        r.controller = ControllerSpec::Program {};
+        scene.robots = vec![r];
+        let spec = EnvSpec {
+            scene,
+            source: SceneSource::Generated,
+            max_steps: 10_000,
+            until: None,
+            rewards: RewardWeights::default(),
+            message_size: 0,
+            parts: None,
+        };
+        let mut batch = EnvBatch::new(&spec, &[1, 2]).unwrap();
+        let mut out = vec![RobotOutcome::default(); 2];
+        let ahead = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+        let mut steps = 0;
+        while !bump_of_first_robot(&mut batch, 0).bumped {
+            batch.advance(&[Turn::Step, Turn::Step], &ahead, &mut out).unwrap();
+            steps += 1;
+            assert!(steps < 200, "the robot reaches the wall");
+        }
+        let bumped = bump_of_first_robot(&mut batch, 0);
+        assert!(!bumped.started.is_empty());
+        batch.world.resource_mut::<Messages<BumpEvent>>().clear();
+        batch.advance(&[Turn::Keep, Turn::Reset(5)], &[], &mut out).unwrap();
+        let again = bump_of_first_robot(&mut batch, 0);
+        assert_eq!((again.bumped, &again.started, &again.touching), (true, &bumped.started, &bumped.touching));
+        assert!(batch.world.resource::<Messages<BumpEvent>>().is_empty(), "no bump written twice");
+    }
 
     /// An environment's world drops the systems it does not use — recording, the controllers
     /// of kinds it has no robot of, sonars, bevy_rapier's for what crsim's scenes do not hold,

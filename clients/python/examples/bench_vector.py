@@ -62,7 +62,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--worlds", type=int, nargs="*", default=[1, 16, 64, 256])
     p.add_argument("--robots", type=int, nargs="*", default=[1, 4, 16])
-    p.add_argument("--steps", type=int, default=0, help="steps per run (default: about 20,000 robot-steps a world count)")
+    p.add_argument(
+        "--steps", type=int, default=0, help="steps per run (default: 100,000 robot-steps a run, at least 200 steps)"
+    )
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--tcp", action="store_true", help="also the TCP client on the same room, and the ratio")
     a = p.parse_args()
@@ -74,7 +76,7 @@ def main():
                 tcp = run_tcp(r, a.steps or max(200, 20_000 // r), folder)
                 print(f"{'tcp':>6s} {r:6d} {tcp:15.0f} {tcp * r:17.0f}", flush=True)
             for e in a.worlds:
-                steps = a.steps or max(50, 40_000 // (e * r))
+                steps = a.steps or max(200, 100_000 // (e * r))
                 rate = run(e, r, steps, a.threads, folder)
                 ratio = f"  {rate / tcp:6.1f}" if tcp else ""
                 print(f"{e:6d} {r:6d} {rate:15.0f} {rate * r:17.0f}{ratio}", flush=True)
