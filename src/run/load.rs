@@ -14,6 +14,7 @@ use crate::robot::spawn_robot;
 use crate::scene::{
     ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneOverrides, SceneSource, SceneStatus,
 };
+use crate::sim::env::despawn_in;
 use crate::sim::rng::SimSeed;
 use crate::sim::{Env, EnvStart, LoadSystems, PerEnv, RobotOrder, SimClock, SimTime, TrajectoryHash};
 use crate::world::spawn_world;
@@ -58,15 +59,7 @@ pub fn load_now(world: &mut World, scene: SceneFile, source: SceneSource) {
 /// start afresh, so it runs from here as a world of its own would from its start. The scene is
 /// the world's [`ActiveScene`] but for its seed (and must be valid, as for [`load_now`]).
 pub fn load_env(world: &mut World, env: Env, scene: &SceneFile) {
-    let old: Vec<Entity> = world
-        .query_filtered::<(Entity, &Env), With<SceneEntity>>()
-        .iter(world)
-        .filter(|(_, e)| **e == env)
-        .map(|(entity, _)| entity)
-        .collect();
-    for e in old {
-        world.despawn(e);
-    }
+    despawn_in::<With<SceneEntity>>(world, env);
     let context = physics::new_context(world, env);
     let now = world.resource::<SimTime>().step;
     *world.resource_mut::<PerEnv<TrajectoryHash>>().reach(env) = TrajectoryHash::default();

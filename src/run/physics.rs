@@ -440,15 +440,7 @@ pub(super) fn set_step(world: &mut World, dt: f64, substeps: u32) {
 /// arenas then match a first load exactly. The first environment's is the world's default one
 /// (what the app's panels and tests look at).
 pub(super) fn new_context(world: &mut World, env: Env) -> Entity {
-    let old: Vec<Entity> = world
-        .query_filtered::<(Entity, &Env), With<RapierContextSimulation>>()
-        .iter(world)
-        .filter(|(_, e)| **e == env)
-        .map(|(entity, _)| entity)
-        .collect();
-    for e in old {
-        world.despawn(e);
-    }
+    crate::sim::env::despawn_in::<With<RapierContextSimulation>>(world, env);
     let mut context = world.spawn((
         Name::new("Rapier Context"),
         RapierContextSimulation::default(),

@@ -12,6 +12,7 @@
 
 use std::ops::{Index, IndexMut};
 
+use bevy::ecs::query::QueryFilter;
 use bevy::prelude::*;
 
 /// The environment an entity belongs to: an index into every [`PerEnv`] of its world. A scene
@@ -99,6 +100,16 @@ impl<T: Send + Sync + 'static> Index<Env> for PerEnv<T> {
 impl<T: Send + Sync + 'static> IndexMut<Env> for PerEnv<T> {
     fn index_mut(&mut self, env: Env) -> &mut T {
         &mut self.0[env.index()]
+    }
+}
+
+/// Despawns every entity of environment `env` that the filter `F` lets through (its scene
+/// entities, its physics context) and leaves the other environments' alone.
+pub fn despawn_in<F: QueryFilter>(world: &mut World, env: Env) {
+    let old: Vec<Entity> =
+        world.query_filtered::<(Entity, &Env), F>().iter(world).filter(|(_, e)| **e == env).map(|(e, _)| e).collect();
+    for e in old {
+        world.despawn(e);
     }
 }
 

@@ -2,16 +2,19 @@
 //! world's observations, rewards, terminations and truncations in flat arrays that are allocated
 //! once and overwritten by every step. The Python module is a thin layer over this.
 //!
-//! - Each world ([`EnvWorld`]) is a headless crsim world of the scene with its own seed, whose
-//!   program robots the caller drives ([`ACTION_SIZE`] values each: drive and gripper, then a
-//!   message vector's when the environment has one). A step runs in two parts
-//!   ([`crate::sim::StepSchedules`]): the rest of the current step with the actions, then the
-//!   next step's sense stage, so a world observes what a program in lock-step reads and
-//!   its trajectory is the one the program server gives for the same actions.
+//! - Each world is a copy of the scene with its own seed, whose program robots the caller drives
+//!   ([`ACTION_SIZE`] values each: drive and gripper, then a message vector's when the
+//!   environment has one). Worlds of one scene share a Bevy world as its environments
+//!   ([`EnvBatch`], [`crate::sim::Env`]): one schedule steps them all, and each has its own
+//!   physics context, radio, random streams, hash and step count, so its trajectory is the one
+//!   it has alone. A step runs in two parts ([`crate::sim::StepSchedules`]): the rest of the
+//!   current step with the actions, then the next step's sense stage, so a world observes what a
+//!   program in lock-step reads and its trajectory is the one the program server gives for the
+//!   same actions.
 //! - [`VecWorlds`] holds E worlds and steps them on up to `threads` threads (the caller's and a
-//!   pool of its own, kept from step to step), a share of the worlds each (a world's own passes
-//!   stay on one thread: many small worlds want their parallelism across worlds). Which thread
-//!   runs a world changes nothing in it.
+//!   pool of its own, kept from step to step), a share of the worlds each, in one batch (a
+//!   world's own passes stay on one thread: many small worlds want their parallelism across
+//!   worlds). Which thread or batch runs a world changes nothing in it.
 //! - Episodes reset automatically in Gymnasium 1.x's next-step mode: the step after a world's
 //!   episode ended resets it instead of stepping it, returning the first observation of the new
 //!   episode with zero reward and neither terminated nor truncated.
