@@ -200,26 +200,25 @@ pub(super) fn exchange(
     names: Query<&Name>,
     mut scratch: Local<Vec<Scratch>>,
     mut gathered: Local<Parallel<Gathered>>,
+    mut envs: Local<Vec<BotPass>>,
 ) {
     let started = Instant::now();
     let spec = &active.scene.botlink;
     let (time, starts) = clock;
     scratch.resize_with(managers.len(), Scratch::default);
-    let envs: Vec<BotPass> = managers
-        .iter_mut()
-        .map(|(env, m)| {
-            let step = starts.step_of(env, time.step);
-            BotPass {
-                now: step as f64 * time.dt_exact,
-                step,
-                round: m.clock.step(time.dt),
-                bots: order.of(env).len(),
-                status_every: m.status_every,
-                watchdog: f64::from(spec.watchdog),
-                connect_timeout: spec.connect_timeout,
-            }
-        })
-        .collect();
+    envs.clear();
+    envs.extend(managers.iter_mut().map(|(env, m)| {
+        let step = starts.step_of(env, time.step);
+        BotPass {
+            now: step as f64 * time.dt_exact,
+            step,
+            round: m.clock.step(time.dt),
+            bots: order.of(env).len(),
+            status_every: m.status_every,
+            watchdog: f64::from(spec.watchdog),
+            connect_timeout: spec.connect_timeout,
+        }
+    }));
     take_requests(&mut commands, &mut managers, &envs, &mut requests, &mut bots);
     tend_bots(&mut scratch, &mut gathered, &central, &mut bots, &passes, order.0.len(), &envs);
     for ((env, m), sc) in managers.iter_mut().zip(scratch.iter_mut()) {
@@ -247,10 +246,13 @@ pub(super) fn exchange(
             m.timing.add(started.elapsed().as_secs_f64(), packets);
         }
     }
+    if envs.iter().any(|pass| pass.round) {
+        obey_round_slots(&scratch, &envs, &mut bots);
+    }
 }
 
 /// What every bot's part of the pass needs to know of this step, for each environment.
-struct BotPass {
+pub(super) struct BotPass {
     /// The environment's own simulated seconds and step.
     now: f64,
     step: u64,
@@ -610,6 +612,25 @@ fn send_round_packet(
 /// The simulated bots inside the process take what was sent to them, in one pass; what they
 /// answer is taken by the manager at once.
 #[allow(clippy::too_many_arguments)]
+/// The rounds' slots, every environment's in one pass over the bots: a bot with nothing else
+/// sent to it this step only sets its drive, gripper and lamp from its slot (the others took
+/// theirs in [`serve_bots_here`], after their commands). On this thread: a few stores per bot,
+/// which on the pool cost more than they gained (the hand-off, and the commands moving between
+/// the cores' caches): the transmit stage about 0.1 ms longer at 10,000 robots.
+fn obey_round_slots(scratch: &[Scratch], envs: &[BotPass], bots: &mut Query<Bot>) {
+    for mut b in bots.iter_mut() {
+        let (i, env) = (b.robot.index as usize, b.env.index());
+        let (Some(sc), Some(pass)) = (scratch.get(env), envs.get(env)) else { continue };
+        if pass.round
+            && i < sc.reach.len()
+            && sc.here_start[i] == sc.here_start[i + 1]
+            && let Some(slot) = sc.slot_in[i]
+        {
+            obey_slot(&mut b, slot);
+        }
+    }
+}
+
 fn serve_bots_here(
     commands: &mut Commands,
     m: &mut BotManager,
@@ -629,21 +650,6 @@ fn serve_bots_here(
     }
     for i in 0..n {
         sc.here_start[i + 1] += sc.here_start[i];
-    }
-    // The round's slots: a bot with nothing else sent to it only sets its drive, gripper and
-    // lamp from its slot. On this thread: a few stores per bot, which on the pool cost more
-    // than they gained (the hand-off, and the commands moving between the cores' caches): the
-    // transmit stage about 0.1 ms longer at 10,000 robots.
-    if pass.round {
-        for (i, &e) in order.iter().enumerate().take(n) {
-            if sc.here_start[i] == sc.here_start[i + 1]
-                && let Some(slot) = sc.slot_in[i]
-                && let Ok(mut b) = bots.get_mut(e)
-                && b.robot.index as usize == i
-            {
-                obey_slot(&mut b, slot);
-            }
-        }
     }
     // The bots with unicast commands, in robot order: the commands, then the round's slot;
     // what they answer is taken by the manager at once.

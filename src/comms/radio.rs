@@ -294,8 +294,12 @@ struct Outgoing {
     payload: Option<Payload>,
 }
 
-type RadioRobots<'w, 's> =
-    Query<'w, 's, (&'static Name, &'static Transform, &'static mut RadioOut, &'static mut RadioIn), With<Robot>>;
+type RadioRobots<'w, 's> = Query<
+    'w,
+    's,
+    (&'static Name, &'static Transform, &'static mut RadioOut, &'static mut RadioIn, &'static Env),
+    With<Robot>,
+>;
 
 /// The communicate stage: each environment's radio sends what its robots say and hands out what
 /// is due to them.
@@ -310,14 +314,24 @@ fn deliver(
     mut robots: RadioRobots,
     mut slots: Local<Vec<Slots>>,
     mut outgoing: Local<Vec<Outgoing>>,
+    mut talking: Local<Vec<bool>>,
 ) {
     if log.enabled {
         log.sends.clear();
     }
-    let talking = robots.iter().any(|(_, _, out, _)| !out.0.is_empty());
-    if !talking && radios.0.iter().all(|radio| radio.0.stats.in_flight == 0) {
+    // Which environments' robots say something this step, in one pass.
+    talking.clear();
+    talking.resize(radios.len(), false);
+    for (_, _, out, _, env) in &robots {
+        if !out.0.is_empty()
+            && let Some(t) = talking.get_mut(env.index())
+        {
+            *t = true;
+        }
+    }
+    if !talking.contains(&true) && radios.0.iter().all(|radio| radio.0.stats.in_flight == 0) {
         // Nothing queued anywhere: only clear what was delivered last step.
-        for (_, _, _, mut inbox) in &mut robots {
+        for (_, _, _, mut inbox, _) in &mut robots {
             if !inbox.0.is_empty() {
                 inbox.0.clear();
             }
@@ -328,7 +342,13 @@ fn deliver(
     let changed = order.is_changed();
     for ((env, radio), slots) in radios.iter_mut().zip(slots.iter_mut()) {
         let step = starts.step_of(env, time.step);
-        let stage = Stage { step, order: order.of(env), order_changed: changed, passes: &passes };
+        let stage = Stage {
+            step,
+            order: order.of(env),
+            talking: talking[env.index()],
+            order_changed: changed,
+            passes: &passes,
+        };
         deliver_in(&stage, &mut log, &mut radio.0, &mut robots, slots, &mut outgoing);
     }
 }
@@ -339,6 +359,8 @@ struct Stage<'a> {
     step: u64,
     /// Its robots in robot order.
     order: &'a [Entity],
+    /// Whether any of them says something this step.
+    talking: bool,
     /// Whether the world's robot order changed since the last step.
     order_changed: bool,
     passes: &'a Passes,
@@ -353,12 +375,11 @@ fn deliver_in(
     slots: &mut Slots,
     outgoing: &mut Vec<Outgoing>,
 ) {
-    let Stage { step, order, order_changed, passes } = *stage;
-    let talking = order.iter().any(|&e| robots.get(e).is_ok_and(|(_, _, out, _)| !out.0.is_empty()));
+    let Stage { step, order, talking, order_changed, passes } = *stage;
     if model.stats.in_flight == 0 && !talking {
         // Nothing queued here: only clear what was delivered last step.
         for &e in order {
-            if let Ok((_, _, _, mut inbox)) = robots.get_mut(e)
+            if let Ok((_, _, _, mut inbox, _)) = robots.get_mut(e)
                 && !inbox.0.is_empty()
             {
                 inbox.0.clear();
@@ -377,7 +398,7 @@ fn deliver_in(
         // Robots send in robot order.
         outgoing.clear();
         for (&e, id) in order.iter().zip(by_order.iter()) {
-            let Ok((name, transform, mut out, _)) = robots.get_mut(e) else { continue };
+            let Ok((name, transform, mut out, ..)) = robots.get_mut(e) else { continue };
             let pos = transform.translation.truncate();
             if let Some(id) = *id {
                 positions[id as usize] = Some(pos);
@@ -436,7 +457,7 @@ fn deliver_in(
     }
     model.hand_out_all(step, passes);
     for (&e, &id) in order.iter().zip(slots.by_order.iter()) {
-        let Ok((_, _, _, mut inbox)) = robots.get_mut(e) else { continue };
+        let Ok((_, _, _, mut inbox, _)) = robots.get_mut(e) else { continue };
         // Touched only when something changes (the radio panel watches for changes).
         if !inbox.0.is_empty() || id.is_some_and(|id| model.has_ready(id)) {
             model.swap_ready(id, &mut inbox.0);

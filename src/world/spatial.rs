@@ -432,16 +432,18 @@ impl SpatialIndex {
 
 /// Rebuilds the discs of the environments `stale` picks from the world as it stands; `step` is
 /// the step whose sensing will use them. Within an environment, the discs keep the order of
-/// the query.
+/// the query. (`picked` is room for the choice, kept by the caller.)
 fn rebuild_discs(
     indices: &mut PerEnv<SpatialIndex>,
     arena: &Arena,
     step: u64,
     bodies: &DiscBodies,
     stale: impl Fn(&SpatialIndex) -> bool,
+    picked: &mut Vec<bool>,
 ) {
-    let picked: Vec<bool> = indices.0.iter().map(&stale).collect();
-    for (index, _) in indices.0.iter_mut().zip(&picked).filter(|(_, p)| **p) {
+    picked.clear();
+    picked.extend(indices.0.iter().map(&stale));
+    for (index, _) in indices.0.iter_mut().zip(picked.iter()).filter(|(_, p)| **p) {
         index.given.clear();
     }
     for (entity, t, groups, kind, r, sensor, env) in bodies {
@@ -457,7 +459,7 @@ fn rebuild_discs(
         }
     }
     let arena = Vec2::new(arena.width, arena.height);
-    for (index, _) in indices.0.iter_mut().zip(&picked).filter(|(_, p)| **p) {
+    for (index, _) in indices.0.iter_mut().zip(picked.iter()).filter(|(_, p)| **p) {
         index.grid_given(arena);
         index.fresh_for = Some(step);
     }
@@ -489,8 +491,9 @@ pub(super) fn index_after_physics(
     arena: Res<Arena>,
     time: Res<SimTime>,
     bodies: DiscBodies,
+    mut picked: Local<Vec<bool>>,
 ) {
-    rebuild_discs(&mut indices, &arena, time.step + 1, &bodies, |_| true);
+    rebuild_discs(&mut indices, &arena, time.step + 1, &bodies, |_| true, &mut picked);
 }
 
 /// Before sensing: rebuilds what changed since (a freshly loaded scene, moved walls), in each
@@ -510,6 +513,7 @@ pub(super) fn index_before_sensing(
     mut removed_boxes: RemovedComponents<PenBox>,
     mut known_arena: Local<Option<Arena>>,
     mut dirty: Local<Vec<bool>>,
+    mut picked: Local<Vec<bool>>,
 ) {
     let everywhere = *known_arena != Some(*arena);
     *known_arena = Some(*arena);
@@ -541,7 +545,8 @@ pub(super) fn index_before_sensing(
         }
     }
     if indices.0.iter().any(|index| !index.fresh_for(time.step)) {
-        rebuild_discs(&mut indices, &arena, time.step, &bodies, |index| !index.fresh_for(time.step));
+        let stale = |index: &SpatialIndex| !index.fresh_for(time.step);
+        rebuild_discs(&mut indices, &arena, time.step, &bodies, stale, &mut picked);
     }
 }
 
