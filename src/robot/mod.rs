@@ -227,7 +227,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
     }
     robot.insert((
         Name::new(spec.name.clone()),
-        (SceneEntity, env),
+        SceneEntity,
         Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
         Seeable::Robot,
         DiscRadius(spec.radius),

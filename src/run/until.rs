@@ -19,32 +19,9 @@ pub enum Until {
 }
 
 impl Until {
-    /// The task is done in the world as it stands.
+    /// The task is done in the world as it stands (a world of one environment).
     pub fn reached(self, world: &mut World) -> bool {
-        match self {
-            Until::PensBoxed => {
-                let mut pens = world.query_filtered::<Has<Boxed>, (With<Pen>, Without<Robot>)>();
-                let mut any = false;
-                for boxed in pens.iter(world) {
-                    if !boxed {
-                        return false;
-                    }
-                    any = true;
-                }
-                any
-            }
-            Until::Explored => {
-                let mut explorers = world.query::<&Explorer>();
-                let mut any = false;
-                for ex in explorers.iter(world) {
-                    if ex.phase != Phase::Done {
-                        return false;
-                    }
-                    any = true;
-                }
-                any
-            }
-        }
+        self.reached_each(world, 1)[0]
     }
 
     /// Whether the task is done in each of the world's `envs` environments as they stand.

@@ -281,7 +281,7 @@ pub(super) fn plugin(app: &mut App) {
         .init_resource::<RobotOrder>()
         .init_resource::<StepGate>()
         .init_resource::<ReportSections>()
-        .insert_resource(PerEnv(vec![rng::SimSeed(0)]))
+        .insert_resource(PerEnv::<rng::SimSeed>::one())
         .configure_sets(
             FixedUpdate,
             (SimSystems::Think, SimSystems::Act, SimSystems::Communicate, SimSystems::Physics, SimSystems::Record)

@@ -30,11 +30,6 @@ impl RobotOrder {
         self.1.iter().enumerate().map(|(i, r)| (Env(i as u32), &self.0[r.clone()]))
     }
 
-    /// Environments the order has room for.
-    pub fn env_count(&self) -> usize {
-        self.1.len()
-    }
-
     /// Makes `robots` `env`'s, in place of those it had: the others keep their places when it
     /// has as many as before (an environment loaded again with its own scene).
     pub fn set(&mut self, env: Env, robots: Vec<Entity>) {
