@@ -327,11 +327,13 @@ impl EnvBatch {
 
     /// One call for the whole batch: each environment steps, is reset or is kept as `turns`
     /// says (one each). A stepping environment takes [`EnvSpec::action_size`] values a driven
-    /// robot from `actions` (all the batch's, environment after environment; checked by the
-    /// caller) and writes what the step did to each of its robots into `out` (all the batch's
-    /// robots); a reset or kept one writes nothing there.
+    /// robot from `actions` (all the batch's, environment after environment; their values are
+    /// checked by the caller, their number here) and writes what the step did to each of its
+    /// robots into `out` (all the batch's robots); a reset or kept one writes nothing there. A
+    /// call of the wrong shape is an error and changes nothing.
     pub fn advance(&mut self, turns: &[Turn], actions: &[f32], out: &mut [RobotOutcome]) -> Result<(), String> {
         let stepping = turns.contains(&Turn::Step);
+        self.check_shape(turns, actions, out, stepping)?;
         if stepping {
             self.set_actions(turns, actions);
             self.run_rest();
@@ -360,6 +362,26 @@ impl EnvBatch {
         }
         // Messages older than a step are dropped, as the app's frame does.
         let _ = self.world.run_system_cached(bevy::ecs::message::message_update_system);
+        Ok(())
+    }
+
+    /// The numbers of turns, action values and outcomes a call needs (actions and outcomes only
+    /// when some environment steps).
+    fn check_shape(&self, turns: &[Turn], actions: &[f32], out: &[RobotOutcome], stepping: bool) -> Result<(), String> {
+        let (envs, robots) = (self.envs.len(), self.robots_per_env());
+        if turns.len() != envs {
+            return Err(format!("{} turns for a batch of {envs} environments", turns.len()));
+        }
+        let values = envs * robots * self.spec.action_size();
+        if stepping && actions.len() != values {
+            return Err(format!(
+                "{} action values for {envs} environments of {robots} robots; expected {values}",
+                actions.len()
+            ));
+        }
+        if stepping && out.len() < envs * robots {
+            return Err(format!("room for {} outcomes for {} robots", out.len(), envs * robots));
+        }
         Ok(())
     }
 
@@ -588,6 +610,33 @@ mod tests {
     use crate::run::headless::run_steps;
     use crate::scene::load::load_scene_file;
     use bevy::ecs::message::Messages;
+
+    /// A call of the wrong shape is an error naming what is wrong, and the batch steps on.
+    #[test]
+    fn a_batch_refuses_calls_of_the_wrong_shape() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/reach.ron");
+        let scene = load_scene_file(&path).unwrap().0;
+        let spec = EnvSpec {
+            scene,
+            source: SceneSource::Generated,
+            max_steps: 100,
+            until: None,
+            rewards: RewardWeights::default(),
+            message_size: 0,
+            parts: None,
+        };
+        let mut batch = EnvBatch::new(&spec, &[1, 2]).unwrap();
+        let robots = batch.robots_per_env();
+        let mut out = vec![RobotOutcome::default(); 2 * robots];
+        let actions = vec![0.0; 2 * robots * ACTION_SIZE];
+        let err =
+            |b: &mut EnvBatch, turns: &[Turn], a: &[f32], o: &mut [RobotOutcome]| b.advance(turns, a, o).unwrap_err();
+        assert_eq!(err(&mut batch, &[Turn::Step], &actions, &mut out), "1 turns for a batch of 2 environments");
+        assert!(err(&mut batch, &[Turn::Step; 2], &actions[1..], &mut out).contains("action values"));
+        assert!(err(&mut batch, &[Turn::Step; 2], &actions, &mut out[1..]).contains("outcomes"));
+        batch.advance(&[Turn::Step; 2], &actions, &mut out).unwrap();
+        assert_eq!((batch.episode_steps(0), batch.episode_steps(1)), (1, 1));
+    }
 
     fn bump_of_first_robot(batch: &mut EnvBatch, env: usize) -> BumpSensor {
         let e = batch.envs[env].robots[0].entity;
