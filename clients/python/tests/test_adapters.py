@@ -170,6 +170,9 @@ def test_counts_weights_by_name_and_a_reward_callback_on_arrays():
 
 
 def test_ctrl_c_while_thousands_of_worlds_are_built_raises_keyboard_interrupt():
+    # Python's own handler, installed here: a process started as a background job inherits
+    # SIGINT ignored, and Python then leaves it ignored (the test would depend on how it was run).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -177,6 +180,7 @@ def test_ctrl_c_while_thousands_of_worlds_are_built_raises_keyboard_interrupt():
             VecEnv(PENS, num_envs=4096, programs=["alpha"])
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_the_ppo_example_runs(monkeypatch, capsys):
