@@ -85,6 +85,9 @@ pub struct DomainParticipantBuilder {
   security_plugins: Option<SecurityPlugins>,
   #[cfg(feature = "security")]
   sec_properties: Option<policy::Property>, // Properties for configuring security plugins
+
+  // crsim's patch: the participant's USER_DATA.
+  user_data: Option<Vec<u8>>,
 }
 
 impl DomainParticipantBuilder {
@@ -99,7 +102,16 @@ impl DomainParticipantBuilder {
       security_plugins: None,
       #[cfg(feature = "security")]
       sec_properties: None,
+      user_data: None,
     }
+  }
+
+  /// crsim's patch: the USER_DATA policy the participant announces in its discovery data, for
+  /// remote participants to read (ROS 2 Jazzy and later put `enclave=/;` there).
+  #[must_use]
+  pub fn user_data(mut self, user_data: Vec<u8>) -> Self {
+    self.user_data = Some(user_data);
+    self
   }
 
   /// Filter which local network interfaces are used for multicast and
@@ -193,6 +205,8 @@ impl DomainParticipantBuilder {
     let participant_qos = QosPolicies {
       #[cfg(feature = "security")]
       property: self.sec_properties,
+      // crsim's patch: announced in the participant's discovery data.
+      user_data: self.user_data,
       ..Default::default()
     };
 
@@ -634,7 +648,7 @@ impl DomainParticipant {
     self.dpi.lock().unwrap().dds_cache()
   }
 
-  #[cfg(feature = "security")] // just to avoid warning
+  // crsim's patch: no longer security-only (the participant's USER_DATA is in it).
   pub(crate) fn qos(&self) -> QosPolicies {
     self.dpi.lock().unwrap().qos()
   }
@@ -1085,7 +1099,7 @@ impl DomainParticipantDisc {
     self.dpi.only_networks()
   }
 
-  #[cfg(feature = "security")] // just to avoid warning
+  // crsim's patch: no longer security-only (the participant's USER_DATA is in it).
   pub(crate) fn qos(&self) -> QosPolicies {
     self.dpi.qos()
   }
@@ -1159,7 +1173,7 @@ impl Drop for DomainParticipantDisc {
 pub(crate) struct DomainParticipantInner {
   domain_info: DomainInfo,
 
-  #[cfg(feature = "security")] // just to avoid warning
+  // crsim's patch: kept without the security feature too (the participant's USER_DATA).
   my_qos_policies: QosPolicies,
 
   // Adding Readers
@@ -1239,9 +1253,6 @@ impl DomainParticipantInner {
     dp_waker: LoopWaker,
     discovery_sample_sender: ReadySender<mio1::Token>,
   ) -> CreateResult<Self> {
-    #[cfg(not(feature = "security"))]
-    let _dummy = _qos_policies; // to make clippy happy
-
     let only_networks: Option<Arc<[IpAddr]>> = only_networks.map(|v| v.into());
 
     let mut listeners = HashMap::new();
@@ -1446,7 +1457,6 @@ impl DomainParticipantInner {
 
     Ok(Self {
       domain_info,
-      #[cfg(feature = "security")]
       my_qos_policies: _qos_policies,
       sender_add_reader,
       sender_remove_reader,
@@ -1475,7 +1485,7 @@ impl DomainParticipantInner {
     self.only_networks.clone()
   }
 
-  #[cfg(feature = "security")] // just to avoid warning
+  // crsim's patch: no longer security-only (the participant's USER_DATA is in it).
   pub(crate) fn qos(&self) -> QosPolicies {
     self.my_qos_policies.clone()
   }

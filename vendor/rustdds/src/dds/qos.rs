@@ -210,6 +210,7 @@ impl QosPolicyBuilder {
       // (drop glue) which is incompatible with `const fn`, and the built-in QoS
       // policies never need it. Set it via `QosPolicies::with_data_representation`.
       data_representation: None,
+      user_data: None,
       #[cfg(feature = "security")]
       property: None,
     }
@@ -235,6 +236,10 @@ pub struct QosPolicies {
   pub(crate) resource_limits: Option<policy::ResourceLimits>,
   pub(crate) lifespan: Option<policy::Lifespan>,
   pub(crate) data_representation: Option<policy::DataRepresentation>,
+  /// crsim's patch: the USER_DATA policy (DDS 2.2.3.1) of a DataWriter or DataReader, as the
+  /// raw octets its discovery data carries (ROS 2 Jazzy and later put `typehash=RIHS01_…;`
+  /// there). Set it with [`QosPolicies::with_user_data`].
+  pub(crate) user_data: Option<Vec<u8>>,
   #[cfg(feature = "security")]
   pub(crate) property: Option<policy::Property>,
 }
@@ -333,6 +338,20 @@ impl QosPolicies {
     self
   }
 
+  /// The USER_DATA octets (crsim's patch), if set.
+  pub fn user_data(&self) -> Option<&[u8]> {
+    self.user_data.as_deref()
+  }
+
+  /// Sets the USER_DATA policy (crsim's patch): octets a DataWriter or DataReader announces in
+  /// its discovery data, for remote participants to read. Not part of [`QosPolicyBuilder`] for
+  /// the reason `with_data_representation` is not.
+  #[must_use]
+  pub fn with_user_data(mut self, user_data: Vec<u8>) -> Self {
+    self.user_data = Some(user_data);
+    self
+  }
+
   #[cfg(feature = "security")]
   pub fn property(&self) -> Option<policy::Property> {
     self.property.clone()
@@ -362,6 +381,7 @@ impl QosPolicies {
         .data_representation
         .clone()
         .or(self.data_representation.clone()),
+      user_data: other.user_data.clone().or(self.user_data.clone()),
       #[cfg(feature = "security")]
       property: other.property.clone().or(self.property.clone()),
     }
@@ -566,6 +586,8 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      // Announced by the discovery data itself (DiscoveredWriterData / DiscoveredReaderData).
+      user_data: _,
       #[cfg(feature = "security")]
         property: _, // TODO: properties to parameter list?
     } = self;
@@ -738,6 +760,8 @@ impl QosPolicies {
       resource_limits,
       lifespan,
       data_representation,
+      // Read by the discovery data itself (DiscoveredWriterData / DiscoveredReaderData).
+      user_data: None,
       #[cfg(feature = "security")]
       property,
     })

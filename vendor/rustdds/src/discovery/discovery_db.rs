@@ -670,7 +670,8 @@ impl DiscoveryDB {
       reader_proxy: ReaderProxy::from(reader_proxy),
       subscription_topic_data: subscription_data,
       content_filter,
-      user_data: Vec::new(),
+      // crsim's patch: the reader's USER_DATA, as its discovery data carries it.
+      user_data: crate::discovery::sedp_messages::user_data_parameter(reader.qos_policy.user_data()),
     }
   }
 

@@ -287,6 +287,7 @@ impl SubscriptionBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: None, // the discovery data carries its own (crsim's patch)
 
       #[cfg(feature = "security")]
       property: None, // TODO: no property QoS?
@@ -498,7 +499,7 @@ impl ParameterListable for DiscoveredReaderData {
           security_info,
         },
       content_filter,
-      user_data: _,
+      user_data,
     } = self;
 
     let mut pl = ParameterList::new();
@@ -579,6 +580,15 @@ impl ParameterListable for DiscoveredReaderData {
       security_info,
       EndpointSecurityInfo
     );
+
+    // crsim's patch: the endpoint's USER_DATA (its length in the encoding's byte order).
+    if !user_data.is_empty() {
+      let mut value = user_data.clone();
+      if ctx == speedy::Endianness::BigEndian {
+        value[..4].reverse();
+      }
+      pl.push(Parameter::new(ParameterId::PID_USER_DATA, value));
+    }
 
     Ok(pl)
   }
@@ -736,6 +746,7 @@ impl PublicationBuiltinTopicData {
       resource_limits: None, // nor Resource Limits, see Figure 8.30 in RTPS spec 2.5
       lifespan: self.lifespan,
       data_representation: self.data_representation.clone(),
+      user_data: None, // the discovery data carries its own (crsim's patch)
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }
@@ -810,9 +821,23 @@ impl DiscoveredWriterData {
       last_updated: Instant::now(),
       writer_proxy,
       publication_topic_data,
-      user_data: Vec::new(),
+      // crsim's patch: the writer's USER_DATA, as its discovery data carries it.
+      user_data: user_data_parameter(writer.qos().user_data()),
     }
   }
+}
+
+/// crsim's patch: the value of a `PID_USER_DATA` parameter holding `octets` (the policy's
+/// `sequence<octet>`: a little-endian length, the octets, and padding to a multiple of 4), or
+/// nothing for no user data; the discovery data keeps remote endpoints' values in this form.
+pub fn user_data_parameter(octets: Option<&[u8]>) -> Vec<u8> {
+  let Some(octets) = octets.filter(|o| !o.is_empty()) else {
+    return Vec::new();
+  };
+  let mut value = (octets.len() as u32).to_le_bytes().to_vec();
+  value.extend_from_slice(octets);
+  value.resize(value.len().next_multiple_of(4), 0);
+  value
 }
 
 impl PlCdrDeserialize for DiscoveredWriterData {
@@ -956,7 +981,7 @@ impl ParameterListable for DiscoveredWriterData {
           #[cfg(feature = "security")]
           security_info,
         },
-      user_data: _,
+      user_data,
     } = self;
 
     let mut pl = ParameterList::new();
@@ -1033,6 +1058,15 @@ impl ParameterListable for DiscoveredWriterData {
       EndpointSecurityInfo
     );
 
+    // crsim's patch: the endpoint's USER_DATA (its length in the encoding's byte order).
+    if !user_data.is_empty() {
+      let mut value = user_data.clone();
+      if ctx == speedy::Endianness::BigEndian {
+        value[..4].reverse();
+      }
+      pl.push(Parameter::new(ParameterId::PID_USER_DATA, value));
+    }
+
     Ok(pl)
   }
 }
@@ -1097,6 +1131,7 @@ impl HasQoSPolicy for TopicBuiltinTopicData {
       resource_limits: self.resource_limits,
       lifespan: self.lifespan,
       data_representation: None, // Topic-level DATA_REPRESENTATION not tracked
+      user_data: None, // the discovery data carries its own (crsim's patch)
       #[cfg(feature = "security")]
       property: None, // TODO: no property Qos?
     }

@@ -65,6 +65,9 @@ pub struct SpdpDiscoveredParticipantData {
   pub manual_liveliness_count: i32,        // PartProxy
   pub builtin_endpoint_qos: Option<BuiltinEndpointQos>, // PartProxy
   pub entity_name: Option<String>,         // where does this come from??
+  /// crsim's patch: the participant's USER_DATA, as the `PID_USER_DATA` parameter's value
+  /// (ROS 2 Jazzy and later announce `enclave=/;` there); empty for none.
+  pub user_data: Vec<u8>,
 
   // security
   #[cfg(feature = "security")]
@@ -221,6 +224,7 @@ impl SpdpDiscoveredParticipantData {
       manual_liveliness_count: 0,
       builtin_endpoint_qos: None,
       entity_name: None,
+      user_data: crate::discovery::sedp_messages::user_data_parameter(participant.qos().user_data()),
 
       // DDS Security
       #[cfg(feature = "security")]
@@ -311,6 +315,11 @@ impl PlCdrDeserialize for SpdpDiscoveredParticipantData {
     let entity_name : Option<String> = // Note the serialized type is StringWithNul
       get_option_from_pl_map::< _ , StringWithNul>(&pl_map, ctx, ParameterId::PID_ENTITY_NAME, "entity name")?
       .map( String::from );
+    let user_data = pl_map
+      .get(&ParameterId::PID_USER_DATA)
+      .and_then(|v| v.first())
+      .map(|p| p.value.clone())
+      .unwrap_or_default();
 
     // DDS security
     #[cfg(feature = "security")]
@@ -358,6 +367,7 @@ impl PlCdrDeserialize for SpdpDiscoveredParticipantData {
       manual_liveliness_count,
       builtin_endpoint_qos,
       entity_name,
+      user_data,
       #[cfg(feature = "security")]
       identity_token,
       #[cfg(feature = "security")]
@@ -404,6 +414,7 @@ impl ParameterListable for SpdpDiscoveredParticipantData {
       manual_liveliness_count,
       builtin_endpoint_qos,
       entity_name,
+      user_data,
 
       // DDS security
       #[cfg(feature = "security")]
@@ -488,6 +499,14 @@ impl ParameterListable for SpdpDiscoveredParticipantData {
     // and does not follow CDR encoding.
     let entity_name_n: Option<StringWithNul> = entity_name.clone().map(|e| e.into());
     emit_option!(PID_ENTITY_NAME, &entity_name_n, StringWithNul);
+    // crsim's patch: the participant's USER_DATA (its length in the encoding's byte order).
+    if !user_data.is_empty() {
+      let mut value = user_data.clone();
+      if ctx == speedy::Endianness::BigEndian {
+        value[..4].reverse();
+      }
+      pl.push(Parameter::new(ParameterId::PID_USER_DATA, value));
+    }
 
     #[cfg(feature = "security")] // DDS security
     {

@@ -26,6 +26,24 @@ pub struct SerializedPayload {
   pub value: Bytes,
 }
 
+/// Whether a payload is (P)L_CDR or CDR2 data, whose options carry the padding (other
+/// identifiers, such as secured payloads, give the options other meanings).
+fn is_cdr(id: RepresentationIdentifier) -> bool {
+  [
+    RepresentationIdentifier::CDR_BE,
+    RepresentationIdentifier::CDR_LE,
+    RepresentationIdentifier::PL_CDR_BE,
+    RepresentationIdentifier::PL_CDR_LE,
+    RepresentationIdentifier::CDR2_BE,
+    RepresentationIdentifier::CDR2_LE,
+    RepresentationIdentifier::PL_CDR2_BE,
+    RepresentationIdentifier::PL_CDR2_LE,
+    RepresentationIdentifier::D_CDR2_BE,
+    RepresentationIdentifier::D_CDR2_LE,
+  ]
+  .contains(&id)
+}
+
 // header length
 // 2 bytes for representation identifier
 // + 2 bytes for representation options
@@ -93,6 +111,18 @@ impl SerializedPayload {
     } else {
       warn!("DATA submessage was smaller than submessage header: {bytes:?}");
       return Err(io::Error::other("Too short DATA submessage."));
+    };
+    // crsim's patch: DDS-XTypes 1.3 (7.6.3.1.2) and RTPS 2.5 (10.2) give the padding a writer
+    // added to reach a multiple of 4 bytes in the two low bits of the options; the value is what
+    // comes before it (a 47-byte sample padded to 48 would otherwise read as 48 bytes of data).
+    let padding = usize::from(representation_options[1] & 0b11);
+    let value = if is_cdr(representation_identifier) && padding > 0 {
+      if padding > value.len() {
+        return Err(io::Error::other("DATA submessage padding is longer than its data."));
+      }
+      value.slice(..value.len() - padding)
+    } else {
+      value
     };
 
     Ok(Self {
