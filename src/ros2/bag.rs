@@ -12,11 +12,13 @@ use std::sync::Arc;
 use bevy::prelude::*;
 use serde_json::json;
 
-use super::feed::{Bridged, Feed, Offered, Published, Sample, feeds, gather};
+use super::dds::Offered;
+use super::feed::{Bridged, Feed, Published, Sample, feeds, gather};
 use super::msgs;
 use crate::record::Recorder;
 use crate::record::format::{ForeignChannel, ForeignMessage};
 use crate::scene::ActiveScene;
+use crate::scene::schema::{Ros2Spec, RosDistro};
 use crate::sim::{RobotOrder, SimTime};
 
 /// The ROS 2 bag being written, and what it got.
@@ -33,25 +35,37 @@ pub struct Ros2Recording {
 /// and topic.
 struct Channels {
     feeds: Vec<Feed>,
+    /// The release whose bags it writes: Jazzy and later record each topic's type hash.
+    distro: RosDistro,
     by_topic: HashMap<(Option<usize>, &'static str), Arc<ForeignChannel>>,
+    /// Whether the fixed transforms were written (at the bag's first step).
+    started: bool,
 }
 
 impl Channels {
-    fn channel(&mut self, sample: &Sample) -> Arc<ForeignChannel> {
+    fn channel(&mut self, sample: &Sample, settings: &Ros2Spec) -> Arc<ForeignChannel> {
         let (robot, topic, kind) = sample.route();
-        let feeds = &self.feeds;
+        let (feeds, distro) = (&self.feeds, self.distro);
         Arc::clone(self.by_topic.entry((robot, topic)).or_insert_with(|| {
             let topic = match robot {
                 Some(i) => format!("{}/{topic}", feeds[i].namespace),
                 None => format!("/{topic}"),
             };
+            let mut metadata =
+                BTreeMap::from([("offered_qos_profiles".into(), offered_qos_profiles(sample.offered(settings)))]);
+            if distro.has_type_hash()
+                && let Ok(hash) = super::typehash::type_hash(kind)
+            {
+                // As rosbag2 (Jazzy and later) records it.
+                metadata.insert("topic_type_hash".into(), hash);
+            }
             Arc::new(ForeignChannel {
                 topic,
                 message_encoding: "cdr".into(),
                 schema_name: kind.into(),
                 schema_encoding: "ros2msg".into(),
                 schema: msgs::schema(kind).unwrap_or_default(),
-                metadata: BTreeMap::from([("offered_qos_profiles".into(), offered_qos_profiles(sample.offered()))]),
+                metadata,
             })
         }))
     }
@@ -94,17 +108,23 @@ pub(super) fn record(
     let channels = match &mut bag.current {
         Some((started, c)) if *started == rec.started => c,
         _ => {
-            let c = Channels { feeds: feeds(&order.0, &bridged, settings), by_topic: HashMap::new() };
+            // A release ROS_DISTRO does not name records as the default does (the bridge, if it
+            // serves, says what is wrong with it).
+            let env = std::env::var("ROS_DISTRO").ok();
+            let distro = RosDistro::choose(settings.distro, env.as_deref()).unwrap_or(RosDistro::DEFAULT);
+            let feeds = feeds(&order.0, &bridged, settings);
+            let c = Channels { feeds, distro, by_topic: HashMap::new(), started: false };
             &mut bag.current.insert((rec.started, c)).1
         }
     };
+    let first = !std::mem::replace(&mut channels.started, true);
     // Logged at the time every message of the step is stamped with.
     let stamp = super::feed::stamp(&time);
     let log_time = stamp.sec.max(0) as u64 * 1_000_000_000 + u64::from(stamp.nanosec);
-    for sample in gather(&mut channels.feeds, settings, &time, &robots) {
+    for sample in gather(&mut channels.feeds, settings, &time, &robots, first) {
         match sample.cdr() {
             Ok(data) => {
-                let channel = channels.channel(&sample);
+                let channel = channels.channel(&sample, settings);
                 rec.emit_foreign(ForeignMessage { channel, log_time, data });
                 bag.written += 1;
             }

@@ -1,32 +1,35 @@
-//! The DDS side of the bridge: the participant, the node, each robot's publishers and
-//! subscription, and the two systems of a step — commands in (think stage), the robots' state out
-//! (record stage, after physics).
+//! The DDS side of the bridge: the participant and its node ([`super::dds`]), each robot's
+//! writers and readers, and the two systems of a step — commands in (think stage), the robots'
+//! state out (record stage, after physics). Writing leaves the step's thread: a writer thread
+//! takes the samples a step hands over, and when it falls behind (a reliable reader on every
+//! topic, a slow network) the step does not wait for it — newer state replaces the state not yet
+//! written, events (bump and gripper changes, radio messages, the fixed transforms) are kept.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use bevy::prelude::*;
-use ros2_client::qos::{Durability, History, QosProfile, Reliability, WhenFull};
-use ros2_client::{
-    Context, ContextOptions, MessageTypeName, Name as RosName, Node, NodeName, NodeOptions, Publisher, Subscription,
-};
 use serde::Serialize;
 use serde_json::json;
 
-use super::feed::{Bridged, COMMANDS, Feed, LATCHED, Offered, Published, RADIO, SENSOR, STATE, Sample, feeds, gather};
+use super::dds::{Participant, Reader, Writer};
+use super::feed::{Bridged, COMMANDS, Feed, Published, RADIO, Sample, feeds, gather};
 use super::msgs;
 use crate::control::programs::protocol::{OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
 use crate::robot::Robot;
 use crate::scene::ActiveScene;
-use crate::scene::schema::{LatePolicy, ProgramsSpec, Ros2Spec};
+use crate::scene::schema::{LatePolicy, ProgramsSpec, Ros2Spec, RosDistro, TfLayout};
 use crate::sim::{RobotOrder, SimTime};
 
 /// The most `cmd_vel` samples read for one robot in one step: a flood beyond it waits in DDS's
 /// history (which keeps the newest) and never stalls the step.
 const MAX_COMMANDS_PER_STEP: usize = 64;
+
+/// The most samples waiting for the writer thread: events beyond it (the writer has stopped
+/// keeping up for a long while) are counted and dropped rather than held without bound.
+const MAX_PENDING: usize = 1 << 18;
 
 /// What the bridge counted, for the run's metrics and the panel.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -35,12 +38,20 @@ pub struct Ros2Stats {
     pub published: u64,
     /// Samples DDS refused to write.
     pub publish_errors: u64,
+    /// State samples (odometry, scans, transforms, the clock) a newer one replaced before the
+    /// writer thread got to them: it fell behind the simulation.
+    pub coalesced: u64,
+    /// Event samples dropped because the writer thread was far behind.
+    pub publish_dropped: u64,
     /// `cmd_vel` commands applied.
     pub commands: u64,
-    /// `cmd_vel` samples that did not decode, or carried values that are not finite numbers.
+    /// `cmd_vel` samples that did not decode (a truncated `Twist` among them), or carried values
+    /// that are not finite numbers.
     pub malformed: u64,
     /// `cmd_vel` samples superseded within a step by a newer one.
     pub superseded: u64,
+    /// Robots stopped because their newest command was older than `ros2.cmd_vel_timeout`.
+    pub timeouts: u64,
     /// Lock-step: robot-steps whose command did not come in time.
     pub late: u64,
     /// Radio messages taken from `radio/send` and handed to the radio.
@@ -54,75 +65,148 @@ pub struct Ros2Stats {
 struct RobotInputs {
     entity: Entity,
     /// Program robots only: the others are not driven from outside.
-    cmd_vel: Option<Subscription<msgs::Twist>>,
+    cmd_vel: Option<Reader<msgs::Twist>>,
     /// Program robots only: messages to send over crsim's radio.
-    radio_send: Option<Subscription<msgs::Text>>,
+    radio_send: Option<Reader<msgs::Text>>,
     /// Lock-step: a command came from this robot's node, and (late policy `Drop`) it is awaited.
     heard: bool,
     awaited: bool,
+    /// Free-running: the step of the newest command, and whether the robot was stopped since
+    /// for want of a newer one.
+    last_command: Option<u64>,
+    timed_out: bool,
 }
 
-/// One robot's publishers, owned by the writer thread.
-struct RobotPublishers {
-    odom: Publisher<msgs::Odometry>,
-    scan: Option<Publisher<msgs::LaserScan>>,
-    battery: Publisher<msgs::BatteryState>,
-    bump: Publisher<msgs::Bool>,
-    gripper: Publisher<msgs::Bool>,
+/// One robot's writers, owned by the writer thread.
+struct RobotWriters {
+    odom: Writer<msgs::Odometry>,
+    scan: Option<Writer<msgs::LaserScan>>,
+    battery: Writer<msgs::BatteryState>,
+    bump: Writer<msgs::Bool>,
+    gripper: Writer<msgs::Bool>,
     /// Messages the radio delivered to it.
-    radio_received: Publisher<msgs::Text>,
+    radio_received: Writer<msgs::Text>,
+    /// Its own `/<ns>/tf` and `/<ns>/tf_static` (the `Namespaced` layout).
+    tf: Option<(Writer<msgs::TfMessage>, Writer<msgs::TfMessage>)>,
 }
 
-/// Every publisher, and what they wrote.
+/// Every writer.
 struct Outbox {
-    robots: Vec<RobotPublishers>,
-    clock: Publisher<msgs::Clock>,
-    tf: Publisher<msgs::TfMessage>,
+    robots: Vec<RobotWriters>,
+    clock: Writer<msgs::Clock>,
+    /// The one `/tf` and `/tf_static` (the `Global` layout).
+    tf: Option<(Writer<msgs::TfMessage>, Writer<msgs::TfMessage>)>,
 }
 
 impl Outbox {
     /// Writes one sample; whether DDS took it.
     fn write(&self, sample: Sample) -> bool {
-        let robot = |i: usize| &self.robots[i];
+        fn put<M>(w: &Writer<M>, m: M) -> bool
+        where
+            M: Serialize,
+        {
+            w.write(m, None).is_ok()
+        }
+        let robot = |i: usize| self.robots.get(i);
+        let tf = |i: Option<usize>| match i {
+            Some(i) => robot(i).and_then(|r| r.tf.as_ref()),
+            None => self.tf.as_ref(),
+        };
         match sample {
-            Sample::Odom(i, m) => robot(i).odom.publish(*m).is_ok(),
-            Sample::Scan(i, m) => robot(i).scan.as_ref().is_some_and(|p| p.publish(m).is_ok()),
-            Sample::Battery(i, m) => robot(i).battery.publish(m).is_ok(),
-            Sample::Bump(i, data) => robot(i).bump.publish(msgs::Bool { data }).is_ok(),
-            Sample::Gripper(i, data) => robot(i).gripper.publish(msgs::Bool { data }).is_ok(),
-            Sample::Received(i, data) => robot(i).radio_received.publish(msgs::Text { data }).is_ok(),
-            Sample::Tf(m) => self.tf.publish(m).is_ok(),
-            Sample::Clock(m) => self.clock.publish(m).is_ok(),
+            Sample::Odom(i, m) => robot(i).is_some_and(|r| put(&r.odom, *m)),
+            Sample::Scan(i, m) => robot(i).and_then(|r| r.scan.as_ref()).is_some_and(|w| put(w, m)),
+            Sample::Battery(i, m) => robot(i).is_some_and(|r| put(&r.battery, m)),
+            Sample::Bump(i, data) => robot(i).is_some_and(|r| put(&r.bump, msgs::Bool { data })),
+            Sample::Gripper(i, data) => robot(i).is_some_and(|r| put(&r.gripper, msgs::Bool { data })),
+            Sample::Received(i, data) => robot(i).is_some_and(|r| put(&r.radio_received, msgs::Text { data })),
+            Sample::Tf(i, m) => tf(i).is_some_and(|(w, _)| put(w, m)),
+            Sample::TfStatic(i, m) => tf(i).is_some_and(|(_, w)| put(w, m)),
+            Sample::Clock(m) => put(&self.clock, m),
         }
     }
 }
 
-/// Samples written and refused, counted by the writer thread.
+/// What the writer thread counted.
 #[derive(Default)]
 struct WriteCounts {
     published: AtomicU64,
     errors: AtomicU64,
+    coalesced: AtomicU64,
+    dropped: AtomicU64,
 }
 
-/// The writer thread: a step's samples go to it in one batch, and DDS's serialising and
-/// hand-over to its own event loop (a few microseconds a sample) run beside the next step
-/// instead of inside this one. At most two batches wait; a third waits for room, so a bridge
-/// slower than the simulation slows it rather than piling up memory.
-struct Writer {
-    batches: Option<SyncSender<Vec<Sample>>>,
+/// The samples handed over and not yet taken by the writer thread.
+#[derive(Default)]
+struct Pending {
+    samples: Vec<Sample>,
+    closed: bool,
+}
+
+impl Pending {
+    /// Adds a step's samples: a state sample replaces the one of its topic still waiting (the
+    /// writer fell behind; only the newest is worth sending), an event is added.
+    fn add(&mut self, batch: Vec<Sample>, counts: &WriteCounts) {
+        if self.samples.is_empty() {
+            self.samples = batch;
+            return;
+        }
+        let mut waiting: std::collections::HashMap<(Option<usize>, &'static str), usize> = self
+            .samples
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.superseded_by_newer())
+            .map(|(k, s)| ((s.route().0, s.route().1), k))
+            .collect();
+        for sample in batch {
+            let key = (sample.route().0, sample.route().1);
+            match waiting.get(&key) {
+                Some(&k) if sample.superseded_by_newer() => {
+                    self.samples[k] = sample;
+                    counts.coalesced.fetch_add(1, Ordering::Relaxed);
+                }
+                _ if self.samples.len() >= MAX_PENDING => {
+                    counts.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {
+                    if sample.superseded_by_newer() {
+                        waiting.insert(key, self.samples.len());
+                    }
+                    self.samples.push(sample);
+                }
+            }
+        }
+    }
+}
+
+/// The writer thread and what it is handed: a step's samples are handed over without waiting,
+/// and DDS's serialising and hand-over to its own event loop (a few microseconds a sample) run
+/// beside the next step instead of inside this one.
+struct WriterThread {
+    pending: Arc<(Mutex<Pending>, Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
     counts: Arc<WriteCounts>,
 }
 
-impl Writer {
+impl WriterThread {
     fn start(outbox: Outbox) -> Result<Self, String> {
-        let (batches, inbox) = sync_channel::<Vec<Sample>>(2);
+        let pending: Arc<(Mutex<Pending>, Condvar)> = Arc::default();
         let counts = Arc::new(WriteCounts::default());
-        let thread_counts = Arc::clone(&counts);
+        let (thread_pending, thread_counts) = (Arc::clone(&pending), Arc::clone(&counts));
         let thread = std::thread::Builder::new()
             .name("crsim ROS 2 writer".into())
             .spawn(move || {
-                for batch in inbox {
+                let (lock, ready) = &*thread_pending;
+                loop {
+                    let batch = {
+                        let mut p = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        while p.samples.is_empty() && !p.closed {
+                            p = ready.wait(p).unwrap_or_else(|e| e.into_inner());
+                        }
+                        if p.samples.is_empty() {
+                            return;
+                        }
+                        std::mem::take(&mut p.samples)
+                    };
                     for sample in batch {
                         let counter =
                             if outbox.write(sample) { &thread_counts.published } else { &thread_counts.errors };
@@ -131,20 +215,23 @@ impl Writer {
                 }
             })
             .map_err(|e| format!("cannot start the ROS 2 writer thread: {e}"))?;
-        Ok(Self { batches: Some(batches), thread: Some(thread), counts })
+        Ok(Self { pending, thread: Some(thread), counts })
     }
 
+    /// Hands a step's samples over; never waits for the writer.
     fn send(&self, batch: Vec<Sample>) {
-        if let Some(b) = &self.batches {
-            let _ = b.send(batch);
-        }
+        let (lock, ready) = &*self.pending;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).add(batch, &self.counts);
+        ready.notify_one();
     }
 }
 
-impl Drop for Writer {
-    /// Everything handed over is written before the publishers go.
+impl Drop for WriterThread {
+    /// Everything handed over is written before the writers go.
     fn drop(&mut self) {
-        self.batches = None;
+        let (lock, ready) = &*self.pending;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        ready.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -154,14 +241,15 @@ impl Drop for Writer {
 /// The participant and what it serves.
 struct Dds {
     domain: u16,
-    // Dropped in this order: the writer thread finishes and drops the publishers, then the
-    // subscriptions go, then the node and the participant.
-    writer: Writer,
+    // Dropped in this order: the writer thread finishes and drops the writers, then the readers
+    // go, then the participant (which tells the graph its node has gone).
+    writer: WriterThread,
     /// Every bridged robot's outgoing side, and the incoming side of each in the same order.
     feeds: Vec<Feed>,
     robots: Vec<RobotInputs>,
-    node: Node,
-    context: Context,
+    /// Whether the fixed transforms went out (with the first step's samples).
+    sent_static: bool,
+    participant: Participant,
 }
 
 /// The bridge's state: serving or not, where, and what it counted.
@@ -185,12 +273,20 @@ impl Ros2Bridge {
         self.dds.as_ref().map(|d| d.domain)
     }
 
-    /// What it counted, the writer thread's samples written and refused included.
+    /// The ROS 2 release whose wire it speaks, if it serves.
+    pub fn distro(&self) -> Option<RosDistro> {
+        self.dds.as_ref().map(|d| d.participant.distro)
+    }
+
+    /// What it counted, the writer thread's samples so far included.
     pub fn stats(&self) -> Ros2Stats {
         let mut stats = self.stats.clone();
         if let Some(d) = &self.dds {
-            stats.published = d.writer.counts.published.load(Ordering::Relaxed);
-            stats.publish_errors = d.writer.counts.errors.load(Ordering::Relaxed);
+            let c = &d.writer.counts;
+            stats.published += c.published.load(Ordering::Relaxed);
+            stats.publish_errors += c.errors.load(Ordering::Relaxed);
+            stats.coalesced += c.coalesced.load(Ordering::Relaxed);
+            stats.publish_dropped += c.dropped.load(Ordering::Relaxed);
         }
         stats
     }
@@ -200,18 +296,12 @@ impl Ros2Bridge {
         self.dds.as_ref().map_or_else(Vec::new, |d| d.feeds.iter().map(|r| r.namespace.clone()).collect())
     }
 
-    /// Serves the scene's robots on `domain` (keeping the participant when the domain is the
-    /// same), or records why it cannot.
-    pub(super) fn open(&mut self, world: &mut World, settings: &Ros2Spec, domain: u16) {
+    /// Serves the scene's robots on `domain` as release `distro` speaks, or records why it
+    /// cannot.
+    pub(super) fn open(&mut self, world: &mut World, settings: &Ros2Spec, domain: u16, distro: RosDistro) {
         self.settings = settings.clone();
-        let kept = self.dds.take().filter(|d| d.domain == domain).map(|d| (d.context, d.node));
-        let (context, mut node) = match kept {
-            Some(kept) => kept,
-            None => match participant(domain) {
-                Ok(p) => p,
-                Err(e) => return self.fail(e),
-            },
-        };
+        // The old participant goes first: its node leaves the graph before the new one joins.
+        self.shut_down();
         let order = world.resource::<RobotOrder>().0.clone();
         let feeds = world.run_system_cached_with(
             |In((order, settings)): In<(Vec<Entity>, Ros2Spec)>, robots: Query<Bridged>| {
@@ -220,15 +310,19 @@ impl Ros2Bridge {
             (order, settings.clone()),
         );
         let Ok(feeds) = feeds else { return self.fail("cannot read the scene's robots".into()) };
-        match endpoints(&feeds, &mut node).and_then(|(robots, outbox)| Ok((robots, Writer::start(outbox)?))) {
-            Ok((robots, writer)) => {
+        let opened = Participant::join(domain, distro, ("/", "crsim")).and_then(|mut participant| {
+            let (robots, outbox) = endpoints(&feeds, settings, &mut participant)?;
+            participant.announce()?;
+            Ok((participant, robots, WriterThread::start(outbox)?))
+        });
+        match opened {
+            Ok((participant, robots, writer)) => {
                 self.error = None;
-                self.dds = Some(Dds { domain, writer, feeds, robots, node, context });
+                self.dds = Some(Dds { domain, writer, feeds, robots, sent_static: false, participant });
             }
             Err(e) => self.fail(e),
         }
     }
-
     /// While it serves, the program robots are driven in the process (from `cmd_vel`), and no
     /// program server opens for them.
     pub(super) fn drive_programs(&mut self, world: &mut World) {
@@ -238,13 +332,26 @@ impl Ros2Bridge {
 
     pub(super) fn fail(&mut self, e: String) {
         error!("ROS 2: {e}");
-        self.dds = None;
+        self.shut_down();
         self.error = Some(e);
+    }
+
+    /// Stops serving DDS: what the writer thread was handed is written first, and what it
+    /// counted is kept in [`Ros2Bridge::stats`].
+    pub(super) fn shut_down(&mut self) {
+        let Some(dds) = self.dds.take() else { return };
+        let counts = Arc::clone(&dds.writer.counts);
+        drop(dds);
+        let s = &mut self.stats;
+        s.published += counts.published.load(Ordering::Relaxed);
+        s.publish_errors += counts.errors.load(Ordering::Relaxed);
+        s.coalesced += counts.coalesced.load(Ordering::Relaxed);
+        s.publish_dropped += counts.dropped.load(Ordering::Relaxed);
     }
 
     /// Stops serving (the scene no longer asks for it).
     pub(super) fn close(&mut self, world: &mut World) {
-        self.dds = None;
+        self.shut_down();
         self.error = None;
         if std::mem::take(&mut self.drives_programs) {
             world.remove_resource::<InProcess>();
@@ -271,106 +378,65 @@ pub fn domain_id(asked: Option<u16>, scene: Option<u16>, env: Option<&str>) -> R
     Ok(d)
 }
 
-fn participant(domain: u16) -> Result<(Context, Node), String> {
-    let context = Context::with_options(ContextOptions::new().domain_id(domain))
-        .map_err(|e| format!("cannot join DDS domain {domain}: {e:?}"))?;
-    let name = NodeName::new("/", "crsim").map_err(|e| format!("node name: {e}"))?;
-    let node = context
-        .new_node(name, NodeOptions::new().enable_rosout(false))
-        .map_err(|e| format!("cannot create the crsim node in DDS domain {domain}: {e:?}"))?;
-    Ok((context, node))
-}
-
-/// The DDS profile of what a topic is offered with: volatile or transient local, reliable (a
-/// write never waits: a sample DDS cannot take is counted, and the step goes on) or best effort,
-/// keeping the newest `depth`.
-fn qos(o: Offered) -> QosProfile {
-    let reliability =
-        if o.reliable { Reliability::Reliable { when_full: WhenFull::Fail } } else { Reliability::BestEffort };
-    let durability = if o.latched { Durability::TransientLocal } else { Durability::Volatile };
-    QosProfile::publisher_default()
-        .durability(durability)
-        .reliability(reliability)
-        .history(History::KeepLast { depth: o.depth })
-}
-
-/// The topic `<namespace>/<topic>` of ROS 2 type `package/msg/kind`, and its full name.
-fn topic(
-    node: &mut Node,
-    namespace: &str,
-    topic: &str,
-    (package, kind): (&str, &str),
-    qos: &QosProfile,
-) -> Result<(ros2_client::dds::rustdds::Topic, String), String> {
-    let full = format!("{}/{topic}", namespace.trim_end_matches('/'));
-    let name = RosName::parse(&full).map_err(|e| format!("topic {full}: {e}"))?;
-    let t = node
-        .create_topic(&name, MessageTypeName::new(package, kind), qos)
-        .map_err(|e| format!("topic {name}: {e:?}"))?;
-    Ok((t, full))
-}
-
-fn subscription<M: 'static>(
-    node: &mut Node,
-    namespace: &str,
-    name: &str,
-    kind: (&str, &str),
-    qos: &QosProfile,
-) -> Result<Subscription<M>, String> {
-    let (t, full) = topic(node, namespace, name, kind, qos)?;
-    node.create_subscription(&t, None).map_err(|e| format!("subscription of {full}: {e:?}"))
-}
-
-fn publisher<M: Serialize>(
-    node: &mut Node,
-    namespace: &str,
-    name: &str,
-    kind: (&str, &str),
-    qos: &QosProfile,
-) -> Result<Publisher<M>, String> {
-    let (t, full) = topic(node, namespace, name, kind, qos)?;
-    node.create_publisher(&t, None).map_err(|e| format!("publisher of {full}: {e:?}"))
-}
-
-/// Every bridged robot's topics, in the feeds' order, and `/clock` and `/tf`.
-fn endpoints(feeds: &[Feed], node: &mut Node) -> Result<(Vec<RobotInputs>, Outbox), String> {
-    let (mut robots, mut publishers) = (Vec::new(), Vec::new());
+/// Every bridged robot's topics, in the feeds' order, and `/clock`, `/tf` and `/tf_static` (one
+/// of each, or each robot's own under the `Namespaced` layout).
+fn endpoints(feeds: &[Feed], settings: &Ros2Spec, p: &mut Participant) -> Result<(Vec<RobotInputs>, Outbox), String> {
+    use super::feed::{LATCHED, SENSOR, SENSOR_RELIABLE, STATE};
+    let scan_qos = if settings.scan_reliable { SENSOR_RELIABLE } else { SENSOR };
+    let namespaced = settings.tf == TfLayout::Namespaced;
+    let (mut robots, mut writers) = (Vec::new(), Vec::new());
     for f in feeds {
-        let ns = &f.namespace;
+        let at = |topic: &str| format!("{}/{topic}", f.namespace.trim_end_matches('/'));
         let (cmd_vel, radio_send) = if f.program {
-            let cmd_vel = subscription(node, ns, "cmd_vel", ("geometry_msgs", "Twist"), &qos(COMMANDS))?;
-            let send = subscription(node, ns, "radio/send", ("std_msgs", "String"), &qos(RADIO))?;
+            let cmd_vel = p.reader(&at("cmd_vel"), "geometry_msgs/msg/Twist", COMMANDS)?;
+            let send = p.reader(&at("radio/send"), "std_msgs/msg/String", RADIO)?;
             (Some(cmd_vel), Some(send))
         } else {
             (None, None)
         };
-        publishers.push(RobotPublishers {
-            odom: publisher(node, ns, "odom", ("nav_msgs", "Odometry"), &qos(STATE))?,
-            scan: if f.ranged {
-                Some(publisher(node, ns, "scan", ("sensor_msgs", "LaserScan"), &qos(SENSOR))?)
-            } else {
-                None
-            },
-            battery: publisher(node, ns, "battery", ("sensor_msgs", "BatteryState"), &qos(STATE))?,
-            bump: publisher(node, ns, "bump", ("std_msgs", "Bool"), &qos(LATCHED))?,
-            gripper: publisher(node, ns, "gripper", ("std_msgs", "Bool"), &qos(LATCHED))?,
-            radio_received: publisher(node, ns, "radio/received", ("std_msgs", "String"), &qos(RADIO))?,
+        let tf = if namespaced {
+            let tf = p.writer(&at("tf"), "tf2_msgs/msg/TFMessage", STATE)?;
+            Some((tf, p.writer(&at("tf_static"), "tf2_msgs/msg/TFMessage", LATCHED)?))
+        } else {
+            None
+        };
+        writers.push(RobotWriters {
+            odom: p.writer(&at("odom"), "nav_msgs/msg/Odometry", STATE)?,
+            scan: if f.ranged { Some(p.writer(&at("scan"), "sensor_msgs/msg/LaserScan", scan_qos)?) } else { None },
+            battery: p.writer(&at("battery"), "sensor_msgs/msg/BatteryState", STATE)?,
+            bump: p.writer(&at("bump"), "std_msgs/msg/Bool", LATCHED)?,
+            gripper: p.writer(&at("gripper"), "std_msgs/msg/Bool", LATCHED)?,
+            radio_received: p.writer(&at("radio/received"), "std_msgs/msg/String", RADIO)?,
+            tf,
         });
-        robots.push(RobotInputs { entity: f.entity, cmd_vel, radio_send, heard: false, awaited: true });
+        robots.push(RobotInputs {
+            entity: f.entity,
+            cmd_vel,
+            radio_send,
+            heard: false,
+            awaited: true,
+            last_command: None,
+            timed_out: false,
+        });
     }
-    let clock = publisher(node, "/", "clock", ("rosgraph_msgs", "Clock"), &qos(STATE))?;
-    let tf = publisher(node, "/", "tf", ("tf2_msgs", "TFMessage"), &qos(STATE))?;
-    Ok((robots, Outbox { robots: publishers, clock, tf }))
+    let clock = p.writer("/clock", "rosgraph_msgs/msg/Clock", STATE)?;
+    let tf = if namespaced {
+        None
+    } else {
+        let tf = p.writer("/tf", "tf2_msgs/msg/TFMessage", STATE)?;
+        Some((tf, p.writer("/tf_static", "tf2_msgs/msg/TFMessage", LATCHED)?))
+    };
+    Ok((robots, Outbox { robots: writers, clock, tf }))
 }
 
 /// The next valid command waiting on a robot's `cmd_vel`, passing over (and counting) samples
 /// that do not decode or carry values that are not finite numbers; `budget` bounds the samples
 /// read.
-fn take_valid(sub: &Subscription<msgs::Twist>, stats: &mut Ros2Stats, budget: &mut usize) -> Option<msgs::Twist> {
+fn take_valid(sub: &Reader<msgs::Twist>, stats: &mut Ros2Stats, budget: &mut usize) -> Option<msgs::Twist> {
     while *budget > 0 {
         *budget -= 1;
-        match sub.take() {
-            Ok(Some((t, _))) if t.is_finite() => return Some(t),
+        match sub.try_take_one() {
+            Ok(Some(c)) if c.sample.is_finite() => return Some(c.sample),
             Ok(Some(_)) | Err(_) => stats.malformed += 1,
             Ok(None) => return None,
         }
@@ -380,13 +446,46 @@ fn take_valid(sub: &Subscription<msgs::Twist>, stats: &mut Ros2Stats, budget: &m
 
 /// The newest valid command of a robot's `cmd_vel` this step, the older ones counted as
 /// superseded.
-fn newest_command(sub: &Subscription<msgs::Twist>, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
+fn newest_command(sub: &Reader<msgs::Twist>, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
     let (mut budget, mut newest) = (MAX_COMMANDS_PER_STEP, None);
     while let Some(t) = take_valid(sub, stats, &mut budget) {
         stats.superseded += u64::from(newest.is_some());
         newest = Some(t);
     }
     newest
+}
+
+/// `ros2.cmd_vel_timeout` in whole steps of simulated time (none: never).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeout(Option<u64>);
+
+impl Timeout {
+    pub fn steps(seconds: f32, dt: f64) -> Timeout {
+        Timeout((seconds > 0.0 && dt > 0.0).then(|| (seconds as f64 / dt).ceil().max(1.0) as u64))
+    }
+
+    /// The command a free-running robot gets at `step`: the one that came (noting its step), or,
+    /// once the newest is older than the timeout, a stop, given once; and whether it was
+    /// stopped now. `timed_out` remembers that the stop was given.
+    pub fn apply(
+        self,
+        command: Option<msgs::Twist>,
+        step: u64,
+        last: &mut Option<u64>,
+        timed_out: &mut bool,
+    ) -> (Option<msgs::Twist>, bool) {
+        if command.is_some() {
+            (*last, *timed_out) = (Some(step), false);
+            return (command, false);
+        }
+        match (self.0, *last) {
+            (Some(limit), Some(at)) if !*timed_out && step.saturating_sub(at) >= limit => {
+                *timed_out = true;
+                (Some(msgs::Twist::default()), true)
+            }
+            _ => (None, false),
+        }
+    }
 }
 
 /// The program action of a `cmd_vel` command: forward speed and turn rate within the robot's
@@ -419,10 +518,13 @@ pub(super) fn receive(
     let commands: Vec<Option<msgs::Twist>> = if settings.lockstep {
         lockstep_commands(&mut dds.robots, time.step, programs, stats)
     } else {
+        let timeout = Timeout::steps(settings.cmd_vel_timeout, time.dt_exact);
         let mut commands = Vec::with_capacity(dds.robots.len());
-        for r in &dds.robots {
+        for r in &mut dds.robots {
             let command = r.cmd_vel.as_ref().and_then(|sub| newest_command(sub, stats));
             stats.commands += u64::from(command.is_some());
+            let (command, stopped) = timeout.apply(command, time.step, &mut r.last_command, &mut r.timed_out);
+            stats.timeouts += u64::from(stopped);
             commands.push(command);
         }
         commands
@@ -492,11 +594,11 @@ fn lockstep_commands(
 
 /// The messages waiting on a robot's `radio/send`: each a JSON `{"to": ROBOT, "content": ...}`
 /// (no `to`: a broadcast) as robot programs send them, its content at most `max_bytes` of JSON.
-fn radio_messages(sub: &Subscription<msgs::Text>, max_bytes: usize, stats: &mut Ros2Stats) -> Vec<OutMessage> {
+fn radio_messages(sub: &Reader<msgs::Text>, max_bytes: usize, stats: &mut Ros2Stats) -> Vec<OutMessage> {
     let mut out = Vec::new();
     for _ in 0..MAX_COMMANDS_PER_STEP {
-        match sub.take() {
-            Ok(Some((text, _))) => match radio_message(&text.data, max_bytes) {
+        match sub.try_take_one() {
+            Ok(Some(c)) => match radio_message(&c.sample.data, max_bytes) {
                 Some(m) => out.push(m),
                 None => stats.radio_malformed += 1,
             },
@@ -517,7 +619,7 @@ pub fn radio_message(text: &str, max_bytes: usize) -> Option<OutMessage> {
 }
 
 /// Lock-step: the next valid command of a robot's `cmd_vel`, waited for until `deadline`.
-fn next_command(sub: &Subscription<msgs::Twist>, deadline: Instant, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
+fn next_command(sub: &Reader<msgs::Twist>, deadline: Instant, stats: &mut Ros2Stats) -> Option<msgs::Twist> {
     let mut spins = 0u32;
     loop {
         if let Some(t) = take_valid(sub, stats, &mut { MAX_COMMANDS_PER_STEP }) {
@@ -541,7 +643,8 @@ fn next_command(sub: &Subscription<msgs::Twist>, deadline: Instant, stats: &mut 
 pub(super) fn publish(mut bridge: ResMut<Ros2Bridge>, time: Res<SimTime>, robots: Query<Published>) {
     let Ros2Bridge { dds, settings, .. } = &mut *bridge;
     let Some(dds) = dds else { return };
-    dds.writer.send(gather(&mut dds.feeds, settings, &time, &robots));
+    let first = !std::mem::replace(&mut dds.sent_static, true);
+    dds.writer.send(gather(&mut dds.feeds, settings, &time, &robots, first));
 }
 
 /// The run metrics' `ros2` section, when the bridge was asked for.
@@ -557,8 +660,12 @@ pub(super) fn report_section(world: &mut World) -> Option<(String, serde_json::V
             "domain_id": bridge.domain(),
             "error": bridge.error,
             "namespaces": bridge.namespaces(),
+            "distro": bridge.distro().map(|d| format!("{d:?}")),
             "published": stats.published,
             "publish_errors": stats.publish_errors,
+            "coalesced": stats.coalesced,
+            "publish_dropped": stats.publish_dropped,
+            "timeouts": stats.timeouts,
             "commands": stats.commands,
             "malformed": stats.malformed,
             "superseded": stats.superseded,
@@ -598,6 +705,47 @@ mod tests {
         assert!(radio_message(r#"{"to": "beta"}"#, 64).is_none(), "a message has content");
         assert!(radio_message(r#"{"content": "0123456789"}"#, 8).is_none(), "12 bytes of JSON over 8");
         assert!(radio_message(&format!(r#"{{"content": "{}"}}"#, "x".repeat(10_000)), 64).is_none());
+    }
+
+    /// A peer that died left its robot driving on the last command forever: 0.5 s of simulated
+    /// time after the newest command the robot gets one stop, and no more until commands return.
+    #[test]
+    fn a_command_older_than_the_timeout_stops_the_robot_once() {
+        let t = Timeout::steps(0.5, 0.02);
+        assert_eq!(t, Timeout(Some(25)));
+        let mut drive = msgs::Twist::default();
+        drive.linear.x = 0.2;
+        let (mut last, mut out) = (None, false);
+        assert_eq!(t.apply(None, 0, &mut last, &mut out), (None, false), "no command yet: nothing to stop");
+        assert_eq!(t.apply(Some(drive), 3, &mut last, &mut out), (Some(drive), false));
+        assert_eq!(t.apply(None, 27, &mut last, &mut out), (None, false), "24 steps old");
+        assert_eq!(t.apply(None, 28, &mut last, &mut out), (Some(msgs::Twist::default()), true), "25 steps: stop");
+        assert_eq!(t.apply(None, 29, &mut last, &mut out), (None, false), "stopped once");
+        assert_eq!(t.apply(Some(drive), 40, &mut last, &mut out), (Some(drive), false));
+        assert_eq!(t.apply(None, 65, &mut last, &mut out), (Some(msgs::Twist::default()), true));
+        assert_eq!(Timeout::steps(0.0, 0.02).apply(None, 10_000, &mut Some(0), &mut false), (None, false), "0: never");
+    }
+
+    /// The writer thread behind: newer state replaces the state waiting, events are all kept.
+    #[test]
+    fn a_writer_behind_gets_the_newest_state_and_every_event() {
+        let counts = WriteCounts::default();
+        let mut p = Pending::default();
+        let clock = |s: u32| Sample::Clock(msgs::Clock { clock: msgs::Time { sec: s as i32, nanosec: 0 } });
+        p.add(vec![clock(1), Sample::Bump(0, true), Sample::Received(0, "a".into())], &counts);
+        p.add(vec![clock(2), Sample::Bump(0, false), Sample::Received(0, "b".into())], &counts);
+        let kinds: Vec<String> = p
+            .samples
+            .iter()
+            .map(|s| match s {
+                Sample::Clock(c) => format!("clock {}", c.clock.sec),
+                Sample::Bump(_, b) => format!("bump {b}"),
+                Sample::Received(_, m) => format!("radio {m}"),
+                _ => "other".into(),
+            })
+            .collect();
+        assert_eq!(kinds, ["clock 2", "bump true", "radio a", "bump false", "radio b"]);
+        assert_eq!(counts.coalesced.load(Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -1,24 +1,28 @@
 //! ROS 2 without ROS installed: a bridge that makes every robot a ROS 2 robot under its own
-//! namespace, over DDS-RTPS spoken in pure Rust (`ros2-client` on RustDDS), so nothing needs to be
-//! sourced or installed. Per robot, under `/<prefix>/<robot>/`: `cmd_vel` in
+//! namespace, over DDS-RTPS spoken in pure Rust (RustDDS, patched in `vendor/rustdds`), so
+//! nothing needs to be sourced or installed. Per robot, under `/<prefix>/<robot>/`: `cmd_vel` in
 //! (`geometry_msgs/msg/Twist`, for the robots programs drive), `odom` (`nav_msgs/msg/Odometry`),
 //! `scan` (`sensor_msgs/msg/LaserScan`, robots with a range sensor), `battery`
-//! (`sensor_msgs/msg/BatteryState`), `bump` and `gripper` (`std_msgs/msg/Bool`); `/tf` with each
-//! robot's `odom → base_link`, and `/clock` every step so `use_sim_time` nodes run on simulated
-//! time.
+//! (`sensor_msgs/msg/BatteryState`), `bump` and `gripper` (`std_msgs/msg/Bool`); one tf tree — the
+//! scene's fixed frame above every robot's `odom` and each sensor's mount on `/tf_static`, every
+//! robot's `odom → base_link` on `/tf` (or each robot's own `/<ns>/tf`, as Nav2's multi-robot
+//! bringup wants) — and `/clock` every step so `use_sim_time` nodes run on simulated time. The
+//! wire is the one the peers' ROS 2 release speaks (Humble or Jazzy and later: `ros2.distro`).
 //!
 //! It sits on `run/`'s headless core as the program server does: a way in, never a second copy
 //! of the step. The robots `cmd_vel` drives are the scene's program robots (or those `--programs`
 //! names), driven in the process as an environment drives them: a command becomes the robot's
 //! program action in the think stage, limited by its drive like every other command, and holds
-//! until the next one.
+//! until the next one, or until it is older than `ros2.cmd_vel_timeout`.
 
 use bevy::prelude::*;
 
 mod bag;
 mod bridge;
+pub mod dds;
 mod feed;
 pub mod msgs;
+pub mod typehash;
 
 pub use bag::Ros2Recording;
 pub use bridge::{Ros2Bridge, Ros2Stats};
@@ -26,7 +30,7 @@ pub use bridge::{Ros2Bridge, Ros2Stats};
 use crate::control::programs::ProgramExchange;
 use crate::run::runner::OpeningErrors;
 use crate::scene::SceneLoaded;
-use crate::scene::schema::Ros2Spec;
+use crate::scene::schema::{Ros2Spec, RosDistro};
 use crate::sim::{LoadSystems, SimSystems, ThinkSystems, add_report_section};
 
 /// What the command line asks of the bridge, over the scene's `ros2` section.
@@ -81,12 +85,14 @@ fn open(world: &mut World) {
     let serving = request.enabled || scene.ros2.enabled;
     let settings = request.settings.unwrap_or(scene.ros2);
     let env_domain = std::env::var("ROS_DOMAIN_ID").ok();
+    let env_distro = std::env::var("ROS_DISTRO").ok();
     let mut bridge = world.remove_resource::<Ros2Bridge>().unwrap_or_default();
     if serving {
         bridge.drive_programs(world);
         let domain = bridge::domain_id(request.domain_id, settings.domain_id, env_domain.as_deref());
-        match domain {
-            Ok(d) => bridge.open(world, &settings, d),
+        let distro = RosDistro::choose(settings.distro, env_distro.as_deref());
+        match domain.and_then(|d| Ok((d, distro?))) {
+            Ok((d, distro)) => bridge.open(world, &settings, d, distro),
             Err(e) => bridge.fail(e),
         }
         if let Some(e) = &bridge.error {
@@ -219,11 +225,15 @@ mod tests {
         let settings = Ros2Spec { rate: 0.0, scan_rate: 0.0, ..Default::default() };
         serve(&mut app, &settings, test_domain()).unwrap();
         run_steps(&mut app, 10);
-        let bridge = app.world().resource::<Ros2Bridge>();
-        assert_eq!(bridge.namespaces().len(), 10);
-        // Each step: /clock, /tf and each robot's odom (the last two steps' may be on their way).
-        let stats = bridge.stats();
-        assert!(stats.published >= 8 * (2 + 10), "{stats:?}");
+        assert_eq!(app.world().resource::<Ros2Bridge>().namespaces().len(), 10);
+        // Closing writes what was handed over. Each step: /clock, /tf and each robot's odom; at the
+        // first, /tf_static and each robot's bump and gripper: each written, or replaced by a
+        // newer one of its topic before the writer thread got to it (the steps ran faster than
+        // DDS writes).
+        app.world_mut().resource_mut::<Ros2Bridge>().shut_down();
+        let stats = app.world().resource::<Ros2Bridge>().stats();
+        assert_eq!(stats.published + stats.coalesced, 10 * (2 + 10) + 1 + 2 * 10, "{stats:?}");
+        assert_eq!((stats.publish_errors, stats.publish_dropped), (0, 0), "{stats:?}");
     }
 
     /// The app's switch: changing the request opens or closes the bridge on the running scene.

@@ -272,11 +272,35 @@ pub struct RobotState {
     pub angular: f32,
 }
 
-/// A robot's frames under its namespace: `<ns>/odom` and `<ns>/base_link` (tf2 frame ids carry
-/// no leading slash).
-pub fn frames(namespace: &str) -> (String, String) {
+/// A robot's frame `name` under its namespace: `<ns>/<name>` (tf2 frame ids carry no leading
+/// slash).
+pub fn frame(namespace: &str, name: &str) -> String {
     let ns = namespace.trim_matches('/');
-    if ns.is_empty() { ("odom".into(), "base_link".into()) } else { (format!("{ns}/odom"), format!("{ns}/base_link")) }
+    if ns.is_empty() { name.to_string() } else { format!("{ns}/{name}") }
+}
+
+/// A robot's frames under its namespace: `<ns>/odom` and `<ns>/base_link`.
+pub fn frames(namespace: &str) -> (String, String) {
+    (frame(namespace, "odom"), frame(namespace, "base_link"))
+}
+
+/// The identity transform `parent → child`, for `/tf_static`.
+pub fn fixed(parent: &str, child: &str, stamp: Time) -> TransformStamped {
+    TransformStamped {
+        header: Header { stamp, frame_id: parent.to_string() },
+        child_frame_id: child.to_string(),
+        transform: Transform::default(),
+    }
+}
+
+/// A range sensor's beams as a scan describes them: the first beam's angle and the angle between
+/// beams (rad, counter-clockwise), and the nearest and farthest a beam reads (m).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fan {
+    pub first: f32,
+    pub step: f32,
+    pub min: f32,
+    pub max: f32,
 }
 
 /// A robot's odometry: the simulated pose in its odom frame (the scene's frame: a simulated
@@ -315,30 +339,22 @@ pub fn transform(state: &RobotState, stamp: Time, (odom, base): (&str, &str)) ->
     }
 }
 
-/// A range sensor's beams as a `LaserScan` in `base_link`: beams counter-clockwise from
-/// `first` (rad) `step` apart, as crsim's sensor spreads them; a beam that met nothing (it
-/// reads the sensor's range) is `+inf`, as REP 117 asks. `period` is the simulated seconds
-/// between scans; `base` is the robot's `base_link` frame.
-pub fn laser_scan(
-    distances: &[f32],
-    first: f32,
-    step: f32,
-    range: f32,
-    period: f32,
-    stamp: Time,
-    base: &str,
-) -> LaserScan {
-    let last = first + step * distances.len().saturating_sub(1) as f32;
+/// A range sensor's beams as a `LaserScan` in the sensor's frame `frame`: beams
+/// counter-clockwise from `fan.first` `fan.step` apart, as crsim's sensor spreads them; a beam
+/// that met nothing (it reads the sensor's range, `fan.max`) is `+inf`, as REP 117 asks. `period`
+/// is the simulated seconds between two scans on the topic.
+pub fn laser_scan(distances: &[f32], fan: Fan, period: f32, stamp: Time, frame: &str) -> LaserScan {
+    let last = fan.first + fan.step * distances.len().saturating_sub(1) as f32;
     LaserScan {
-        header: Header { stamp, frame_id: base.to_string() },
-        angle_min: first,
+        header: Header { stamp, frame_id: frame.to_string() },
+        angle_min: fan.first,
         angle_max: last,
-        angle_increment: step,
+        angle_increment: fan.step,
         time_increment: 0.0,
         scan_time: period,
-        range_min: 0.0,
-        range_max: range,
-        ranges: distances.iter().map(|&d| if d >= range { f32::INFINITY } else { d }).collect(),
+        range_min: fan.min,
+        range_max: fan.max,
+        ranges: distances.iter().map(|&d| if d >= fan.max { f32::INFINITY } else { d }).collect(),
         intensities: Vec::new(),
     }
 }
@@ -417,12 +433,18 @@ const DEFINITIONS: &[(&str, &str)] = &[
     ("rosgraph_msgs/Clock", "builtin_interfaces/Time clock\n"),
 ];
 
+/// The `.msg` text of type `name` (`pkg/msg/Type` or `pkg/Type`), as crsim holds it.
+pub fn definition(name: &str) -> Option<&'static str> {
+    let short = name.replacen("/msg/", "/", 1);
+    DEFINITIONS.iter().find(|(n, _)| *n == short).map(|(_, t)| *t)
+}
+
 /// The `ros2msg` schema of type `name` (`nav_msgs/msg/Odometry`) as ROS 2 recordings store it:
 /// its definition, then each type it uses, once, in the order its fields first name them,
 /// each after a line of 80 `=` and `MSG: package/Type`.
 pub fn schema(name: &str) -> Option<String> {
     fn text(name: &str) -> Option<&'static str> {
-        DEFINITIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+        definition(name)
     }
     /// The types a definition's fields name (`pkg/Type`, `pkg/Type[]`, `pkg/Type[36]`).
     fn used(definition: &str) -> impl Iterator<Item = &str> {
@@ -500,19 +522,12 @@ mod tests {
     #[test]
     fn a_scan_lists_its_beams_counter_clockwise_with_no_return_as_infinity() {
         let step = std::f32::consts::FRAC_PI_4;
-        let s = laser_scan(
-            &[1.0, 3.0, 0.5, 2.9, 3.0],
-            -std::f32::consts::FRAC_PI_2,
-            step,
-            3.0,
-            0.1,
-            Time::default(),
-            "b/base_link",
-        );
-        assert_eq!(s.header.frame_id, "b/base_link");
+        let fan = Fan { first: -std::f32::consts::FRAC_PI_2, step, min: 0.12, max: 3.0 };
+        let s = laser_scan(&[1.0, 3.0, 0.5, 2.9, 3.0], fan, 0.1, Time::default(), "b/range");
+        assert_eq!(s.header.frame_id, "b/range");
         assert!((s.angle_max - std::f32::consts::FRAC_PI_2).abs() < 1e-6);
         assert_eq!(s.ranges, vec![1.0, f32::INFINITY, 0.5, 2.9, f32::INFINITY]);
-        assert_eq!((s.range_max, s.scan_time), (3.0, 0.1));
+        assert_eq!((s.range_min, s.range_max, s.scan_time), (0.12, 3.0, 0.1));
     }
 
     #[test]

@@ -208,6 +208,31 @@ pub struct Ros2Spec {
     /// sent by a program over TCP. Off: commands apply as they come, the newest each step.
     #[serde(default)]
     pub lockstep: bool,
+    /// The ROS 2 release the peers run, whose wire layout the bridge speaks (Humble's discovery
+    /// information differs from Iron's and later ones', and Jazzy and later announce type
+    /// hashes); absent: the `ROS_DISTRO` environment variable, else the current LTS (Lyrical).
+    #[serde(default)]
+    pub distro: Option<RosDistro>,
+    /// The fixed frame above every robot's `odom` on `/tf_static` (each robot's odometry is in
+    /// the scene's frame, so `frame → <robot>/odom` is the identity); empty: none, when a
+    /// localiser (Nav2's AMCL) publishes `map → odom` itself.
+    #[serde(default = "default_ros2_frame")]
+    pub frame: String,
+    /// Where transforms go and how frames are named: `Global` puts every robot's frames on one
+    /// `/tf` and `/tf_static`, named under its namespace (`alpha/odom`, `alpha/base_link`), for
+    /// rviz2 showing all robots; `Namespaced` gives each robot its own `/<ns>/tf` and
+    /// `/<ns>/tf_static` with unprefixed frame names, as Nav2's multi-robot bringup expects.
+    #[serde(default)]
+    pub tf: TfLayout,
+    /// Seconds of simulated time after which a robot whose newest `cmd_vel` is older stops, as
+    /// ros2_control's diff drive controller stops on its `cmd_vel_timeout` (a peer that died
+    /// no longer drives its robot on); 0: never. Free-running only (lock-step waits per step).
+    #[serde(default = "default_cmd_vel_timeout")]
+    pub cmd_vel_timeout: f32,
+    /// Offer `scan` reliable (rviz2's default QoS for a LaserScan display, which does not match
+    /// a best-effort topic) instead of best effort (ROS's `SensorDataQoS`, as lidar drivers).
+    #[serde(default)]
+    pub scan_reliable: bool,
 }
 
 impl Default for Ros2Spec {
@@ -221,7 +246,83 @@ impl Default for Ros2Spec {
             scan_rate: default_ros2_scan_rate(),
             battery_rate: default_ros2_battery_rate(),
             lockstep: false,
+            distro: None,
+            frame: default_ros2_frame(),
+            tf: TfLayout::default(),
+            cmd_vel_timeout: default_cmd_vel_timeout(),
+            scan_reliable: false,
         }
+    }
+}
+
+/// Where the bridge's transforms go (`ros2.tf`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum TfLayout {
+    /// One `/tf` and `/tf_static` for every robot, frames under its namespace (`alpha/odom`).
+    #[default]
+    Global,
+    /// Each robot's own `/<ns>/tf` and `/<ns>/tf_static`, frames unprefixed (`odom`), as Nav2's
+    /// multi-robot bringup remaps `/tf` to `tf`.
+    Namespaced,
+}
+
+/// A ROS 2 release, for the parts of the wire that differ between them (`ros2.distro`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum RosDistro {
+    /// Humble Hawksbill (LTS, 2022): 24-byte GIDs in `ros_discovery_info`, no type hashes.
+    Humble,
+    /// Iron Irwini (2023): 16-byte GIDs.
+    Iron,
+    /// Jazzy Jalisco (LTS, 2024): 16-byte GIDs, type hashes in USER_DATA.
+    Jazzy,
+    /// Kilted Kaiju (2025): as Jazzy.
+    Kilted,
+    /// Lyrical Luth (LTS, 2026): as Jazzy.
+    Lyrical,
+    /// Rolling: as Jazzy.
+    Rolling,
+}
+
+impl RosDistro {
+    /// The release crsim speaks to when neither the scene nor `ROS_DISTRO` says: the current LTS.
+    pub const DEFAULT: RosDistro = RosDistro::Lyrical;
+
+    /// The release `ROS_DISTRO` names (`humble`, `jazzy`, ...); Foxy and Galactic speak Humble's
+    /// layout. An error lists the names it knows.
+    pub fn from_env_name(name: &str) -> Result<RosDistro, String> {
+        Ok(match name.trim().to_ascii_lowercase().as_str() {
+            "foxy" | "galactic" | "humble" => RosDistro::Humble,
+            "iron" => RosDistro::Iron,
+            "jazzy" => RosDistro::Jazzy,
+            "kilted" => RosDistro::Kilted,
+            "lyrical" => RosDistro::Lyrical,
+            "rolling" => RosDistro::Rolling,
+            other => {
+                return Err(format!(
+                    "ROS_DISTRO \"{other}\" is not a ROS 2 release crsim knows (humble, iron, jazzy, kilted, \
+                     lyrical, rolling); set ros2.distro in the scene"
+                ));
+            }
+        })
+    }
+
+    /// The scene's choice, else `ROS_DISTRO`'s (`env`), else [`RosDistro::DEFAULT`].
+    pub fn choose(scene: Option<RosDistro>, env: Option<&str>) -> Result<RosDistro, String> {
+        match (scene, env.map(str::trim).filter(|e| !e.is_empty())) {
+            (Some(d), _) => Ok(d),
+            (None, Some(e)) => Self::from_env_name(e),
+            (None, None) => Ok(Self::DEFAULT),
+        }
+    }
+
+    /// Bytes of an entity's GID in `ros_discovery_info`.
+    pub fn gid_len(self) -> usize {
+        if self == RosDistro::Humble { 24 } else { 16 }
+    }
+
+    /// Whether endpoints announce their type's hash (and bags record it).
+    pub fn has_type_hash(self) -> bool {
+        !matches!(self, RosDistro::Humble | RosDistro::Iron)
     }
 }
 
@@ -240,6 +341,22 @@ impl Ros2Spec {
     pub fn bridges(&self, name: &str) -> bool {
         self.robots.is_empty() || self.robots.iter().any(|r| r == name)
     }
+}
+
+/// A name from a scene as a token for a file name or a thread name: ASCII letters, digits, `-`,
+/// `_` and `.` as they are, every other character `_` (no `/`, no NUL, nothing a shell or a
+/// path would read), at most 64 characters, and never `.` or `..` alone. A name reaches a path
+/// (the app's recordings) or the OS (thread names) only through it.
+pub fn file_token(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .take(64)
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' })
+        .collect();
+    if out.is_empty() || out.chars().all(|c| c == '.') {
+        out = out.replace('.', "_") + "_";
+    }
+    out
 }
 
 /// A robot's name as a ROS name token: letters, digits and single underscores, not starting
@@ -906,6 +1023,12 @@ fn default_ros2_scan_rate() -> f32 {
 }
 fn default_ros2_battery_rate() -> f32 {
     1.0
+}
+fn default_ros2_frame() -> String {
+    "map".into()
+}
+fn default_cmd_vel_timeout() -> f32 {
+    0.5
 }
 fn default_address() -> String {
     "127.0.0.1".to_string()

@@ -135,9 +135,18 @@ fn check_names(scene: &SceneFile, err: &mut Report) {
     all.extend(scene.stations.iter().enumerate().map(|(i, s)| ("station", "stations", i, s.name.as_str())));
     all.extend(scene.sonars.iter().enumerate().map(|(i, s)| ("sonar", "sonars", i, s.name.as_str())));
     all.extend(scene.robots.iter().enumerate().map(|(i, r)| ("robot", "robots", i, r.name.as_str())));
+    if let Some(problem) = control_character(&scene.name) {
+        err("scene".into(), format!("name {problem}"));
+    }
     for (kind, list, index, name) in all {
         if name.trim().is_empty() {
             err(format!("{kind} number {} in {list}", index + 1), "name must not be empty".into());
+            continue;
+        }
+        // Names reach thread names, files, logs and protocols: a NUL, a newline or an escape
+        // in one would end a thread name, split a line or reach a terminal.
+        if let Some(problem) = control_character(name) {
+            err(format!("{kind} number {} in {list}", index + 1), format!("name {problem}"));
             continue;
         }
         if let Some(first) = seen.get(name) {
@@ -151,6 +160,16 @@ fn check_names(scene: &SceneFile, err: &mut Report) {
             seen.insert(name, kind);
         }
     }
+}
+
+/// What is wrong with a name that holds a control character: which, and where.
+fn control_character(name: &str) -> Option<String> {
+    let (at, c) = name.chars().enumerate().find(|(_, c)| c.is_control())?;
+    Some(format!(
+        "{name:?} holds the control character U+{:04X} at character {}: names are printable text",
+        c as u32,
+        at + 1
+    ))
 }
 
 fn check_items(scene: &SceneFile, err: &mut Report) {
@@ -472,6 +491,15 @@ fn check_ros2(scene: &SceneFile, err: &mut Report) {
             e(format!("{what} must be 0..1000000 Hz (0: every step), got {hz}"));
         }
     }
+    if !(r.cmd_vel_timeout.is_finite() && (0.0..=1e6).contains(&r.cmd_vel_timeout)) {
+        e(format!("cmd_vel_timeout must be 0..1000000 s (0: never), got {}", r.cmd_vel_timeout));
+    }
+    if !r.frame.is_empty() && !r.frame.split('/').all(is_ros_token) {
+        e(format!(
+            "frame \"{}\" is not a frame name: tokens of letters, digits and single underscores, separated by /",
+            r.frame
+        ));
+    }
     for name in &r.robots {
         if !scene.robots.iter().any(|s| &s.name == name) {
             e(format!("robots names \"{name}\", which is not a robot of the scene"));
@@ -741,6 +769,31 @@ mod tests {
         s.pens[0].name = "r1".into();
         let m = messages(&s);
         assert!(m.iter().any(|e| e.contains("robot \"r1\": duplicate name: a pen is already called \"r1\"")), "{m:?}");
+    }
+
+    /// A remote robot named with a NUL passed `check`, then `run` panicked building the thread
+    /// named after it: names are printable text, and what reaches the OS is a token of them.
+    #[test]
+    fn a_name_with_a_control_character_is_refused_naming_where() {
+        let mut s = scene();
+        s.robots[0].name = "r\u{0}1".into();
+        s.pens[0].name = "line\nbreak".into();
+        s.name = "\u{1b}[31mred".into();
+        let m = messages(&s);
+        for expected in [
+            r#"robot number 1 in robots: name "r\01" holds the control character U+0000 at character 2: names are printable text"#,
+            r#"pen number 1 in pens: name "line\nbreak" holds the control character U+000A at character 5: names are printable text"#,
+            r#"scene: name "\u{1b}[31mred" holds the control character U+001B at character 1: names are printable text"#,
+        ] {
+            assert!(m.iter().any(|e| e == expected), "{expected}\nnot in {m:#?}");
+        }
+        use crate::scene::schema::file_token;
+        assert_eq!(file_token("r\u{0}1"), "r_1");
+        assert_eq!(file_token("../../etc/passwd"), ".._.._etc_passwd");
+        assert_eq!(file_token(".."), "___");
+        assert_eq!(file_token(""), "_");
+        assert_eq!(file_token("pens-room_2.v1"), "pens-room_2.v1");
+        assert_eq!(file_token(&"x".repeat(500)).len(), 64);
     }
 
     #[test]

@@ -167,6 +167,52 @@ class TFMessage(IdlStruct, typename="tf2_msgs::msg::dds_::TFMessage_"):
     transforms: sequence[TransformStamped] = field(default_factory=list)
 
 
+@dataclass
+class GidJazzy(IdlStruct, typename="rmw_dds_common::msg::dds_::Gid_"):
+    """`rmw_dds_common/msg/Gid` of Iron and later: 16 octets."""
+
+    data: array[uint8, 16] = field(default_factory=lambda: [0] * 16)
+
+
+@dataclass
+class NodeEntitiesInfoJazzy(IdlStruct, typename="rmw_dds_common::msg::dds_::NodeEntitiesInfo_"):
+    node_namespace: str = ""
+    node_name: str = ""
+    reader_gid_seq: sequence[GidJazzy] = field(default_factory=list)
+    writer_gid_seq: sequence[GidJazzy] = field(default_factory=list)
+
+
+@dataclass
+class ParticipantEntitiesInfoJazzy(IdlStruct, typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
+    """What `ros_discovery_info` carries in Iron and later: a participant's nodes."""
+
+    gid: GidJazzy = field(default_factory=GidJazzy)
+    node_entities_info_seq: sequence[NodeEntitiesInfoJazzy] = field(default_factory=list)
+
+
+@dataclass
+class GidHumble(IdlStruct, typename="rmw_dds_common::msg::dds_::Gid_"):
+    """`rmw_dds_common/msg/Gid` of Humble: 24 octets."""
+
+    data: array[uint8, 24] = field(default_factory=lambda: [0] * 24)
+
+
+@dataclass
+class NodeEntitiesInfoHumble(IdlStruct, typename="rmw_dds_common::msg::dds_::NodeEntitiesInfo_"):
+    node_namespace: str = ""
+    node_name: str = ""
+    reader_gid_seq: sequence[GidHumble] = field(default_factory=list)
+    writer_gid_seq: sequence[GidHumble] = field(default_factory=list)
+
+
+@dataclass
+class ParticipantEntitiesInfoHumble(IdlStruct, typename="rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"):
+    """What `ros_discovery_info` carries in Humble."""
+
+    gid: GidHumble = field(default_factory=GidHumble)
+    node_entities_info_seq: sequence[NodeEntitiesInfoHumble] = field(default_factory=list)
+
+
 #: ROS 2 message name → the IDL type above, as `rosidl` names it on the wire.
 TYPES = {
     "geometry_msgs/msg/Twist": Twist,
@@ -178,6 +224,14 @@ TYPES = {
     "rosgraph_msgs/msg/Clock": Clock,
     "tf2_msgs/msg/TFMessage": TFMessage,
 }
+
+
+def _user_data(sample) -> bytes:
+    """A discovered entity's USER_DATA QoS (b"" when it has none)."""
+    qos = getattr(sample, "qos", None)
+    if qos is None or Policy.Userdata not in qos:
+        return b""
+    return bytes(qos[Policy.Userdata].data)
 
 
 def dds_type(ros: str) -> str:
@@ -209,18 +263,26 @@ class Peer:
         self._subs = BuiltinDataReader(self.dp, BuiltinTopicDcpsSubscription)
         self.publications: dict[str, str] = {}
         self.subscriptions: dict[str, str] = {}
+        #: Each discovered endpoint's USER_DATA (b"" for none) and GUID, by topic.
+        self.user_data: dict[str, bytes] = {}
+        self.endpoint_keys: dict[str, bytes] = {}
+        #: Each discovered participant's USER_DATA, by its GUID.
+        self.participant_user_data: dict[bytes, bytes] = {}
         self._topics: dict[str, Topic] = {}
 
     def discover(self, want: set[str], timeout: float = 20.0) -> None:
         """Waits until every DDS topic name in `want` is seen published or subscribed."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            for s in self._pubs.take(N=256):
-                if s.topic_name:
-                    self.publications[s.topic_name] = s.type_name
-            for s in self._subs.take(N=256):
-                if s.topic_name:
-                    self.subscriptions[s.topic_name] = s.type_name
+            for s in self._participants.take(N=256):
+                if getattr(s, "key", None) is not None:
+                    self.participant_user_data[s.key.bytes] = _user_data(s)
+            for seen, found in ((self.publications, self._pubs), (self.subscriptions, self._subs)):
+                for s in found.take(N=256):
+                    if s.topic_name:
+                        seen[s.topic_name] = s.type_name
+                        self.user_data[s.topic_name] = _user_data(s)
+                        self.endpoint_keys[s.topic_name] = s.key.bytes
             if want <= set(self.publications) | set(self.subscriptions):
                 return
             time.sleep(0.05)

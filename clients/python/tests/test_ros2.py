@@ -11,14 +11,15 @@ import random
 import subprocess
 import time
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from cyclonedds.domain import DomainParticipant
 from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import float64
+from cyclonedds.idl.types import array, float64, uint8
 from cyclonedds.internal import InvalidSample
 from cyclonedds.pub import DataWriter
+from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 
 from conftest import SCENES
@@ -118,7 +119,7 @@ def test_topics_by_ros_names_and_types_values_decoded_and_cmd_vel_drives_one_rob
     assert all(b - a == NS_PER_STEP for a, b in zip(ticks, ticks[1:])), ticks[:20]
 
     s = take_all(scan)[-1]
-    assert (len(s.ranges), s.range_max, s.header.frame_id) == (16, pytest.approx(3.0), "alpha/base_link")
+    assert (len(s.ranges), s.range_max, s.header.frame_id) == (16, pytest.approx(3.0), "alpha/range")
     assert s.angle_min == pytest.approx(-math.pi / 2) and s.angle_max == pytest.approx(math.pi / 2)
     assert all(0 < r < 3.0 or r == math.inf for r in s.ranges)
     frames = {t.child_frame_id for t in take_all(tf)[-1].transforms}
@@ -167,6 +168,30 @@ def test_a_domain_with_other_traffic_two_simulators_and_a_chatty_node(ros_run):
     assert mine["ros2"]["commands"] >= 10 and other["ros2"]["commands"] == 0
     assert other["ros2"]["namespaces"] == ["/other/alpha", "/other/beta", "/other/gamma"]
     assert mine["ros2"]["malformed"] == other["ros2"]["malformed"] == 0
+
+
+@dataclass
+class TruncatedTwist(IdlStruct, typename="geometry_msgs::msg::dds_::Twist_"):
+    """A `Twist` cut short: five of its six doubles and 7 bytes of the sixth, 47 bytes. Sent as a
+    writer that follows DDS-XTypes 7.6.3.1.2 sends it (Cyclone DDS's C core does): padded to 48
+    on the wire, with the padding's length in the low bits of the options (Python's serializer
+    leaves them 0)."""
+
+    x: float64 = 0.0
+    y: float64 = 0.0
+    z: float64 = 0.0
+    ax: float64 = 0.0
+    ay: float64 = 0.0
+    rest: array[uint8, 7] = field(default_factory=lambda: [0] * 7)
+
+    def serialize(self, *args, **kwargs):
+        data = super().serialize(*args, **kwargs)
+        padding = (4 - len(data) % 4) % 4
+        return data[:3] + bytes([padding]) + data[4:]
+
+
+#: The radius of scenes/ros2.ron's robots (the default body).
+ROBOT_RADIUS = 0.1
 
 
 @dataclass
@@ -383,7 +408,7 @@ def test_the_ros2_bag_of_a_run_opens_in_rosbags_with_every_topic_counted_and_val
     # At dt 0.02: odom, /tf and /clock every step (50 Hz), scan at 10 Hz, battery at 1 Hz;
     # bump and gripper at the first step and then only when they change.
     count = {t: len(m) for t, m in messages.items()}
-    assert count["/clock"] == count["/tf"] == count["/gamma/odom"] == steps
+    assert count["/clock"] == count["/tf"] == count["/gamma/odom"] == steps and count["/tf_static"] == 1
     assert count["/alpha/scan"] == steps // 5 and count["/gamma/battery"] == steps // 50
     for topic in (f"/{r}/{t}" for r in ("alpha", "beta", "gamma") for t in ("bump", "gripper")):
         values = [m.data for _, m in messages[topic]]
@@ -407,7 +432,191 @@ def test_the_ros2_bag_of_a_run_opens_in_rosbags_with_every_topic_counted_and_val
     assert math.degrees(yaw(last.pose.pose.orientation)) == pytest.approx(gamma["heading_deg"], abs=1e-3)
     assert messages["/gamma/battery"][-1][1].percentage == pytest.approx(gamma["battery_fraction"], abs=1e-3)
     scan = messages["/alpha/scan"][-1][1]
-    assert len(scan.ranges) == 16 and scan.header.frame_id == "alpha/base_link"
+    assert len(scan.ranges) == 16 and scan.header.frame_id == "alpha/range"
+    assert (scan.scan_time, scan.range_min) == (pytest.approx(0.1), pytest.approx(ROBOT_RADIUS))
+    # The fixed transforms once, at the first step, latched; each channel with its type's hash as
+    # rosbag2 records it from Jazzy on (rosbags computes the same).
+    (fixed,) = messages["/tf_static"]
+    assert {(t.header.frame_id, t.child_frame_id) for t in fixed[1].transforms} >= {("map", "alpha/odom")}
+    assert connections["/tf_static"].ext.offered_qos_profiles[0].durability == QosDurability.TRANSIENT_LOCAL
+    with open(bag, "rb") as f:
+        from mcap.reader import make_reader
+
+        summary = make_reader(f).get_summary()
+    hashes = get_typestore(Stores.ROS2_JAZZY)
+    for c in summary.channels.values():
+        assert c.metadata["topic_type_hash"] == hashes.hash_rihs01(summary.schemas[c.schema_id].name), c.topic
 
     verify = subprocess.run([find_crsim(), "verify", str(recording)], capture_output=True, text=True, timeout=120)
     assert verify.returncode == 0 and "identical" in verify.stdout, verify
+
+
+def latched(depth=1):
+    """A late joiner's QoS for a transient-local topic (`/tf_static`), as tf2 subscribes."""
+    from cyclonedds.core import Policy, Qos
+    from cyclonedds.util import duration
+
+    return Qos(Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)),
+               Policy.Durability.TransientLocal, Policy.History.KeepLast(depth))
+
+
+def transforms(sample):
+    return {(t.header.frame_id, t.child_frame_id): t.transform for t in sample.transforms}
+
+
+def test_one_tf_tree_with_its_fixed_frame_on_tf_static_and_the_namespaced_layout(ros_run):
+    """Every robot's odom under the scene's fixed frame (`map`) and each range sensor's mount on
+    `/tf_static`, for a late joiner too (transient local); and in the `Namespaced` layout each
+    robot's own `/<ns>/tf` and `/<ns>/tf_static` with unprefixed frames, no `/tf` at all."""
+    run = ros_run(400, "--realtime")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/tf_static", "rt/tf"})
+    time.sleep(0.5)  # join late: the fixed transforms went out at the first step
+    static = peer.reader("/tf_static", "tf2_msgs/msg/TFMessage", latched())
+    tf = peer.reader("/tf", "tf2_msgs/msg/TFMessage")
+    time.sleep(1.0)
+    fixed = take_all(static)
+    assert len(fixed) == 1, "one message holds every fixed transform (tf2 keeps the last)"
+    t = transforms(fixed[0])
+    assert set(t) == {("map", "alpha/odom"), ("map", "beta/odom"), ("map", "gamma/odom"),
+                      ("alpha/base_link", "alpha/range"), ("beta/base_link", "beta/range")}
+    assert all(x.translation.x == 0 and x.rotation.w == 1 for x in t.values()), "the identity"
+    moving = transforms(take_all(tf)[-1])
+    assert set(moving) == {("alpha/odom", "alpha/base_link"), ("beta/odom", "beta/base_link"),
+                           ("gamma/odom", "gamma/base_link")}
+    run.metrics()
+
+    run = ros_run(400, "--realtime", "--set", "ros2.tf=Namespaced", "--set", 'ros2.frame="world"')
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/tf", "rt/alpha/tf_static", "rt/gamma/tf"})
+    static = peer.reader("/alpha/tf_static", "tf2_msgs/msg/TFMessage", latched())
+    tf = peer.reader("/alpha/tf", "tf2_msgs/msg/TFMessage")
+    odom = peer.reader("/alpha/odom", "nav_msgs/msg/Odometry")
+    time.sleep(1.0)
+    assert set(transforms(take_all(static)[-1])) == {("world", "odom"), ("base_link", "range")}
+    assert set(transforms(take_all(tf)[-1])) == {("odom", "base_link")}
+    o = take_all(odom)[-1]
+    assert (o.header.frame_id, o.child_frame_id) == ("odom", "base_link")
+    assert "rt/tf" not in peer.publications and "rt/tf_static" not in peer.publications
+    run.metrics()
+
+
+def test_a_robot_whose_commands_stop_coming_stops(ros_run):
+    """A peer that stops sending (it died) left its robot driving forever: after
+    `ros2.cmd_vel_timeout` (0.5 s of simulated time) the robot stops, counted in the metrics."""
+    run = ros_run(250, "--realtime")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/cmd_vel", "rt/alpha/odom"})
+    cmd = peer.writer("/alpha/cmd_vel", "geometry_msgs/msg/Twist")
+    odom = peer.reader("/alpha/odom", "nav_msgs/msg/Odometry")
+    time.sleep(0.5)
+    for _ in range(10):
+        cmd.write(ros2.Twist(linear=ros2.Vector3(x=0.2)))
+        time.sleep(0.05)
+    driving = take_all(odom)[-1]
+    assert driving.twist.twist.linear.x == pytest.approx(0.2, abs=1e-6)
+    time.sleep(1.5)  # silent: the peer has gone quiet
+    stopped = take_all(odom)[-1]
+    assert stopped.twist.twist.linear.x == 0.0
+    metrics = run.metrics()
+    assert metrics["ros2"]["timeouts"] == 1, metrics["ros2"]
+
+
+def test_a_truncated_twist_is_malformed_and_drives_nothing(ros_run):
+    """A `Twist` cut to 47 of its 48 bytes (the writer pads it to 48 and says so in the sample's
+    options) was taken as a command; it is counted as malformed now."""
+    run = ros_run(150, "--realtime")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/beta/cmd_vel", "rt/beta/odom"})
+    other = DomainParticipant(run.domain)
+    short = DataWriter(other, Topic(other, "rt/beta/cmd_vel", TruncatedTwist), qos=ros2.reliable(10))
+    odom = peer.reader("/beta/odom", "nav_msgs/msg/Odometry")
+    time.sleep(0.5)
+    for _ in range(10):
+        short.write(TruncatedTwist(x=0.2))
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert take_all(odom)[-1].twist.twist.linear.x == 0.0
+    r = run.metrics()["ros2"]
+    assert (r["malformed"], r["commands"]) == (10, 0), r
+
+
+def test_scans_rviz2_sees_by_default_with_their_period_and_nearest_reading(ros_run):
+    """rviz2's LaserScan display subscribes reliable, which a best-effort `scan` does not match:
+    `ros2.scan_reliable` offers it reliable. `scan_time` is the time between two scans on the topic
+    (10 Hz: 0.1 s, not the sensor's 0.02), `range_min` the robot's radius."""
+    run = ros_run(300, "--realtime", "--set", "ros2.scan_reliable=true")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/scan"})
+    scan = peer.reader("/alpha/scan", "sensor_msgs/msg/LaserScan", ros2.reliable(10))
+    time.sleep(1.5)
+    scans = take_all(scan)
+    assert len(scans) >= 5, "a reliable subscriber gets them"
+    s = scans[-1]
+    assert s.scan_time == pytest.approx(0.1) and s.range_min == pytest.approx(ROBOT_RADIUS)
+    stamps = [x.header.stamp.sec + x.header.stamp.nanosec * 1e-9 for x in scans]
+    assert all(b - a == pytest.approx(0.1) for a, b in zip(stamps, stamps[1:])), stamps
+    run.metrics()
+
+
+def discovery_samples(domain, kind, timeout=10.0):
+    """crsim's `ros_discovery_info` samples on `domain`, decoded with `kind` (Humble's or Jazzy's
+    layout), from a participant of their own."""
+    dp = DomainParticipant(domain)
+    reader = DataReader(dp, Topic(dp, "ros_discovery_info", kind), qos=latched())
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = [s for s in reader.take(N=100) if not isinstance(s, InvalidSample)]
+        found = [s for s in found if any(n.node_name == "crsim" for n in s.node_entities_info_seq)]
+        if found:
+            return found
+        time.sleep(0.1)
+    return []
+
+
+@pytest.mark.parametrize("distro,kind,gid_bytes", [("Humble", ros2.ParticipantEntitiesInfoHumble, 24),
+                                                    ("Jazzy", ros2.ParticipantEntitiesInfoJazzy, 16)])
+def test_ros_discovery_info_in_the_layout_of_the_peers_release(ros_run, distro, kind, gid_bytes):
+    """`ros2 node list` reads the node from `ros_discovery_info`, whose GIDs are 24 bytes in Humble
+    and 16 from Iron on: a Humble peer decoded every sample of the Iron layout as an error. The
+    node lists every endpoint crsim made, by the GUIDs discovery announced for them."""
+    run = ros_run(300, "--realtime", "--set", f"ros2.distro={distro}")
+    peer = ros2.Peer(run.domain)
+    peer.discover({"rt/alpha/odom", "rt/alpha/cmd_vel", "rt/clock"})
+    samples = discovery_samples(run.domain, kind)
+    assert samples, f"no ros_discovery_info of crsim's node decodes in {distro}'s layout"
+    (node,) = [n for n in samples[-1].node_entities_info_seq if n.node_name == "crsim"]
+    assert node.node_namespace == "/"
+    writers = {bytes(g.data) for g in node.writer_gid_seq}
+    readers = {bytes(g.data) for g in node.reader_gid_seq}
+    assert all(len(g) == gid_bytes and g[16:] == bytes(gid_bytes - 16) for g in writers | readers)
+    for topic in ("rt/alpha/odom", "rt/clock"):
+        assert peer.endpoint_keys[topic] + bytes(gid_bytes - 16) in writers, topic
+    assert peer.endpoint_keys["rt/alpha/cmd_vel"] + bytes(gid_bytes - 16) in readers
+    # 3 robots × 6 writers, 2 scans, /clock, /tf, /tf_static, and ros_discovery_info's own.
+    assert len(writers) == 3 * 5 + 2 + 3 + 1 and len(readers) == 2 * 2
+    run.metrics()
+
+
+def test_jazzy_endpoints_announce_their_type_hash_and_the_participant_its_enclave(ros_run):
+    """As rmw does from Jazzy on: `typehash=RIHS01_…;` in each endpoint's USER_DATA (the hash
+    rosbags computes for the type) and `enclave=/;` in the participant's; Humble announces none."""
+    from rosbags.typesys import Stores, get_typestore
+
+    hashes = get_typestore(Stores.ROS2_JAZZY)
+    run = ros_run(200, "--realtime")
+    peer = ros2.Peer(run.domain)
+    wanted = {"rt/alpha/odom": "nav_msgs/msg/Odometry", "rt/alpha/scan": "sensor_msgs/msg/LaserScan",
+              "rt/alpha/cmd_vel": "geometry_msgs/msg/Twist", "rt/tf": "tf2_msgs/msg/TFMessage",
+              "rt/clock": "rosgraph_msgs/msg/Clock", "rt/alpha/radio/send": "std_msgs/msg/String"}
+    peer.discover(set(wanted))
+    for topic, kind in wanted.items():
+        assert peer.user_data[topic] == f"typehash={hashes.hash_rihs01(kind)};".encode(), topic
+    assert b"enclave=/;" in peer.participant_user_data.values()
+    run.metrics()
+
+    run = ros_run(200, "--realtime", "--set", "ros2.distro=Humble")
+    peer = ros2.Peer(run.domain)
+    peer.discover(set(wanted))
+    assert all(peer.user_data[t] == b"" for t in wanted)
+    run.metrics()
