@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from . import _checks as checks
 from .vector import VecEnv
 
 
@@ -45,10 +46,7 @@ class GymEnv(gymnasium.Env):
         return obs[0, 0].copy(), {}
 
     def step(self, action):
-        a = np.asarray(action, dtype=np.float32)
-        if a.shape != (self.env.action_size,):
-            raise ValueError(f"action of shape {a.shape}; expected ({self.env.action_size},)")
-        self._actions[0, 0] = a
+        self._actions[0, 0] = checks.actions("action", action, (self.env.action_size,))
         obs, rewards, terminated, truncated, _ = self.env.step(self._actions)
         return obs[0, 0].copy(), float(rewards[0, 0]), bool(terminated[0, 0]), bool(truncated[0, 0]), {}
 
@@ -81,15 +79,18 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self.render_mode = None
 
     def reset(self, *, seed=None, options=None):
-        obs, _ = self.env.reset(seed=seed)
+        """Resets every world, or with ``options={"reset_mask": mask}`` (Gymnasium 1.x's partial
+        reset) only those where the mask (E bools) is true; the others keep their state."""
+        obs, _ = self.env.reset(seed=seed, options=options)
         if isinstance(seed, int):
             self.single_action_space.seed(seed)
             self.action_space.seed(seed)
         return obs[:, 0, :].copy(), {}
 
     def step(self, actions):
-        a = np.asarray(actions, dtype=np.float32).reshape(self.num_envs, 1, self.env.action_size)
-        obs, rewards, terminated, truncated, _ = self.env.step(a)
+        # Exactly (E, A): a (A, E) or flat (E·A,) array is an error, not silently reshaped.
+        a = checks.actions("actions", actions, (self.num_envs, self.env.action_size))
+        obs, rewards, terminated, truncated, _ = self.env.step(a[:, None, :])
         return obs[:, 0, :].copy(), rewards[:, 0].astype(np.float64), terminated[:, 0].copy(), truncated[:, 0].copy(), {}
 
     @property

@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from . import _checks as checks
 from .vector import VecEnv
 
 
@@ -25,6 +26,7 @@ class WorldParallelEnv(ParallelEnv):
         # arguments: VecEnv pickles as its arguments.
         self.env = VecEnv(scene, num_envs=1, seed=seed, programs=programs, max_steps=max_steps, **kwargs)
         self.possible_agents = list(self.env.robots)
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
         self.agents = []
         self.render_mode = None
         d = self.env.observation_size
@@ -47,13 +49,19 @@ class WorldParallelEnv(ParallelEnv):
         return self._observations(obs), {a: {} for a in self.agents}
 
     def step(self, actions):
+        """Steps the world with ``actions``, a dict of (A,) arrays by agent. An agent that is not
+        in this world is an error; an agent left out (or no longer in ``agents``) stands still."""
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions: expected a dict of actions by agent, got {type(actions).__name__}")
+        unknown = sorted(str(a) for a in actions if a not in self._index)
+        if unknown:
+            raise ValueError(f"actions for agents that are not in this world: {unknown} (its agents: {self.possible_agents})")
         self._actions[:] = 0.0
-        for i, a in enumerate(self.possible_agents):
-            if a in actions:
-                self._actions[0, i] = np.asarray(actions[a], dtype=np.float32)
+        for a, action in actions.items():
+            self._actions[0, self._index[a]] = checks.actions(f"actions[{a!r}]", action, (self.env.action_size,))
         obs, rewards, terminated, truncated, _ = self.env.step(self._actions)
         live = list(self.agents)
-        index = {a: i for i, a in enumerate(self.possible_agents)}
+        index = self._index
         out_obs = {a: obs[0, index[a]].copy() for a in live}
         out_rewards = {a: float(rewards[0, index[a]]) for a in live}
         out_term = {a: bool(terminated[0, index[a]]) for a in live}

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv as _SB3VecEnv
 
+from . import _checks as checks
 from .vector import VecEnv
 
 
@@ -48,7 +49,9 @@ class SB3VecEnv(_SB3VecEnv):
         return [int(self._seeds[0]) + w for w in range(self.worlds)]
 
     def step_async(self, actions):
-        self._actions = np.asarray(actions, dtype=np.float32).reshape(self.worlds, self.robots, self.env.action_size)
+        # Exactly (E·R, A), as SB3 passes them: anything else is an error, not reshaped.
+        a = checks.actions("actions", actions, (self.num_envs, self.env.action_size))
+        self._actions = a.reshape(self.worlds, self.robots, self.env.action_size)
 
     def step_wait(self):
         if self._actions is None:

@@ -1,7 +1,8 @@
 """Many crsim worlds inside this process, stepped together into numpy arrays.
 
 ``VecEnv(scene, num_envs=E)`` holds E independent worlds of one scene, each with its own seed
-(``seed + i`` unless ``seeds`` are given), and steps them together on ``threads`` threads with
+(``seed + i`` unless ``seeds`` are given; world i's k-th episode after it ``seed + k·E + i``, so
+no two episodes share one), and steps them together on ``threads`` threads with
 the GIL released. The robots it drives are the scene's program robots (``programs``: names, or
 ``"all"``). Every robot observes ``observation_size`` float32 values (the layout is crsim's
 ``vecenv::observe``: position, heading, speeds, battery, contacts, gripper, the nearest pen, box,
@@ -37,6 +38,8 @@ import os
 
 import numpy as np
 
+from . import _checks as checks
+
 try:
     from . import _native
 except ImportError as e:  # a source checkout without the built module
@@ -44,6 +47,8 @@ except ImportError as e:  # a source checkout without the built module
                       "`pip install ./clients/python` (it builds the module with cargo)") from e
 
 ACTION_SIZE = _native.ACTION_SIZE
+#: The most threads one ``VecEnv`` steps on.
+MAX_THREADS = 1024
 COUNT_NAMES = tuple(_native.COUNT_NAMES)
 OBSERVATION_PARTS = tuple(_native.OBSERVATION_PARTS)
 
@@ -68,23 +73,29 @@ class VecEnv:
                                   max_steps=max_steps, until=until, reward_weights=reward_weights,
                                   reward_fn=reward_fn, sets=sets, world_sets=world_sets,
                                   message_size=message_size, observation=observation))
-        num_envs = int(num_envs)
+        num_envs = checks.worlds("num_envs", num_envs)
         if seeds is None:
-            base = 0 if seed is None else int(seed)
-            seeds = [base + i for i in range(num_envs)]
-        elif len(seeds) != num_envs:
-            raise ValueError(f"{len(seeds)} seeds for {num_envs} worlds")
-        if programs is None:
-            programs = []
-        elif isinstance(programs, str):
-            programs = [programs]
-        if isinstance(sets, str):
-            sets = [sets]
-        weights = [(str(k), float(v)) for k, v in (reward_weights or {}).items()]
-        threads = (os.cpu_count() or 1) if threads is None else int(threads)
-        self._worlds = _native.Worlds(os.fspath(scene), [int(s) for s in seeds], threads, list(programs),
-                                      _settings(sets, world_sets, num_envs), int(max_steps), until, weights,
-                                      int(message_size), None if observation is None else [str(p) for p in observation])
+            base = 0 if seed is None else checks.seed("seed", seed)
+            seeds = episode_seeds(base, num_envs)
+        else:
+            if seed is not None:
+                raise ValueError("give seed or seeds, not both")
+            if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__"):
+                raise TypeError(f"seeds: expected a list of {num_envs} ints, got {type(seeds).__name__} {seeds!r}")
+            seeds = checks.seeds("seeds", seeds, num_envs)
+        programs = checks.names("programs", programs)
+        sets = checks.names("sets", sets)
+        weights = checks.weights(reward_weights)
+        threads = (os.cpu_count() or 1) if threads is None else checks.integer("threads", threads, 1, MAX_THREADS)
+        max_steps = checks.integer("max_steps", max_steps, 1)
+        message_size = checks.integer("message_size", message_size, 0, 64)
+        if until is not None and not isinstance(until, str):
+            raise TypeError(f"until: expected 'pens-boxed', 'explored' or None, got {type(until).__name__} {until!r}")
+        if reward_fn is not None and not callable(reward_fn):
+            raise TypeError(f"reward_fn: expected a function, got {type(reward_fn).__name__}")
+        self._worlds = _native.Worlds(checks.scene_path(scene), seeds, threads, programs,
+                                      _settings(sets, world_sets, num_envs), max_steps, until, weights,
+                                      message_size, checks.parts(observation))
         self.num_envs = self._worlds.num_envs
         self.robots = self._worlds.robots
         self._flat_obs, self._rewards, self._terminated, self._truncated, self._counts = self._worlds.buffers()
@@ -145,15 +156,18 @@ class VecEnv:
     def reset(self, seed=None, options=None, copy=False):
         """Resets every world (world i with ``seed + i`` when ``seed`` is an int, ``seed[i]``
         when it is a list of E seeds, else each with its next seed); returns
-        ``(observations, infos)``."""
+        ``(observations, infos)``. ``options={"reset_mask": mask}`` resets only the worlds
+        where the mask (E bools) is true, as Gymnasium 1.x's vector environments do."""
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options: expected a dict or None, got {type(options).__name__}")
+        if options and "reset_mask" in options:
+            return self.reset_at(options["reset_mask"], seed=seed, copy=copy)
         self._worlds.reset(self._seeds(seed))
         return self._out(self._obs, copy), {}
 
     def reset_at(self, mask, seed=None, copy=False):
         """Resets the worlds where ``mask`` (E bools) is true."""
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.num_envs,):
-            raise ValueError(f"mask of shape {mask.shape}; expected ({self.num_envs},)")
+        mask = checks.mask("mask", mask, self.num_envs)
         self._worlds.reset_at(mask.tolist(), self._seeds(seed))
         return self._out(self._obs, copy), {}
 
@@ -189,13 +203,8 @@ class VecEnv:
         return self._counts
 
     def _seeds(self, seed):
-        if seed is None:
-            return None
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"{len(seed)} seeds for {self.num_envs} worlds")
-            return [int(s) for s in seed]
-        return [int(seed) + i for i in range(self.num_envs)]
+        seeds = checks.seeds("seed", seed, self.num_envs)
+        return episode_seeds(seeds, self.num_envs) if isinstance(seeds, int) else seeds
 
     def _check(self, actions):
         """The actions as the native step takes them: float32, C-contiguous, of the batch's shape
@@ -238,24 +247,31 @@ class VecEnv:
         self.close()
 
 
+def episode_seeds(seed, num_envs):
+    """The seeds of the first episodes of ``num_envs`` worlds from one seed: world i's is
+    ``seed + i`` (as Gymnasium seeds its vector environments). Each world's next episode takes
+    its last seed + ``num_envs``, so world i's k-th episode is ``seed + k * num_envs + i``: no two
+    episodes of the batch share a seed (``seed + w + k`` once made world 0's second episode world
+    1's first)."""
+    return [(seed + i) % 2**64 for i in range(num_envs)]
+
+
 def _rebuild(cls, scene, kwargs):
     return cls(scene, **kwargs)
 
 
 def _settings(sets, world_sets, num_envs):
     """The native layer's settings: one list for every world, or a list per world."""
-    common = [str(s) for s in sets]
+    common = list(sets)
     if world_sets is None:
         return [common]
     if callable(world_sets):
         each = [world_sets(i) for i in range(num_envs)]
+    elif isinstance(world_sets, (str, bytes)) or not hasattr(world_sets, "__len__"):
+        raise TypeError(f"world_sets: expected a list of {num_envs} lists or a function of the world, "
+                        f"got {type(world_sets).__name__}")
     else:
         each = list(world_sets)
         if len(each) != num_envs:
             raise ValueError(f"world_sets has {len(each)} lists for {num_envs} worlds")
-    out = []
-    for i, extra in enumerate(each):
-        if isinstance(extra, str):
-            extra = [extra]
-        out.append(common + [str(s) for s in extra])
-    return out
+    return [common + checks.names(f"world_sets[{i}]", extra, allow_none=False) for i, extra in enumerate(each)]

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use crsim::run::until::Until;
 use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
 use crsim::vecenv::observe::Part;
-use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, RewardWeights, VecWorlds};
+use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, MAX_WORLDS, RewardWeights, VecWorlds};
 
 /// The worlds' many small allocations through mimalloc: about 15% more steps a second at 256
 /// worlds than the system allocator (docs/programs.md, "How fast").
@@ -34,6 +34,9 @@ struct Worlds {
     counts: Py<PyArray3<f32>>,
 }
 
+/// `max_steps`, `until`, reward weights, `message_size`, observation parts, as Python gives them.
+type Settings = (u64, Option<String>, Vec<(String, f32)>, usize, Option<Vec<String>>);
+
 /// Observations, rewards, terminated, truncated, counts.
 type Buffers = (Py<PyArray2<f32>>, Py<PyArray2<f32>>, Py<PyArray2<bool>>, Py<PyArray2<bool>>, Py<PyArray3<f32>>);
 
@@ -42,6 +45,27 @@ const RESET_CHUNK: usize = 64;
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
+}
+
+/// Runs `f`; a panic inside it (a bug in crsim) becomes the outer error, a `RuntimeError` naming
+/// what failed: pyo3 would raise `PanicException`, a `BaseException` that `except Exception`
+/// misses.
+fn catch<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> Result<PyResult<T>, PyErr> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        PyRuntimeError::new_err(format!(
+            "crsim: {what} failed inside the simulator ({message}); this is a bug in crsim, please report it"
+        ))
+    })
+}
+
+/// [`catch`], the panic as the error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch(what, f).unwrap_or_else(Err)
 }
 
 #[pymethods]
@@ -66,6 +90,116 @@ impl Worlds {
         message_size: usize,
         observation: Option<Vec<String>>,
     ) -> PyResult<Self> {
+        guarded("building the worlds", || {
+            let each = (max_steps, until, weights, message_size, observation);
+            Self::build(py, scene, seeds, threads, programs, sets, each)
+        })
+    }
+
+    #[getter]
+    fn num_envs(&self) -> PyResult<usize> {
+        Ok(self.worlds()?.num_worlds())
+    }
+
+    #[getter]
+    fn robots(&self) -> Vec<String> {
+        self.robot_names.clone()
+    }
+
+    /// Each driven robot's group (robots of a group observe the same layout), in `robots`' order:
+    /// the robots come group by group.
+    #[getter]
+    fn groups(&self) -> Vec<String> {
+        self.groups.clone()
+    }
+
+    /// Values of each driven robot's observation, in `robots`' order.
+    #[getter]
+    fn observation_sizes(&self) -> Vec<usize> {
+        self.obs_sizes.clone()
+    }
+
+    /// Values of each robot's action: drive and gripper, then its message vector's.
+    #[getter]
+    fn action_size(&self) -> PyResult<usize> {
+        Ok(self.worlds()?.spec().action_size())
+    }
+
+    /// The arrays every call overwrites: observations (E, every robot's values one after the
+    /// other) float32, rewards (E, R)
+    /// float32, terminated and truncated (E, R) bool, counts (E, R, C) float32.
+    fn buffers(&self, py: Python<'_>) -> Buffers {
+        (
+            self.observations.clone_ref(py),
+            self.rewards.clone_ref(py),
+            self.terminated.clone_ref(py),
+            self.truncated.clone_ref(py),
+            self.counts.clone_ref(py),
+        )
+    }
+
+    /// Resets every world (each with `seeds[i]` when given, else its next seed).
+    #[pyo3(signature = (seeds=None))]
+    fn reset(&mut self, py: Python<'_>, seeds: Option<Vec<u64>>) -> PyResult<()> {
+        let mask = vec![true; self.worlds()?.num_worlds()];
+        self.reset_at(py, mask, seeds)
+    }
+
+    /// Resets the worlds where `mask` (E bools) is true, a few dozen at a time: Ctrl-C between
+    /// them raises KeyboardInterrupt (the worlds reset so far are reset, the others as they were).
+    #[pyo3(signature = (mask, seeds=None))]
+    fn reset_at(&mut self, py: Python<'_>, mask: Vec<bool>, seeds: Option<Vec<u64>>) -> PyResult<()> {
+        let caught = catch("a reset", || self.reset_worlds(py, mask, seeds));
+        self.unless_panicked(caught)
+    }
+
+    /// One step of every world with `actions`, (E, R, A) float32, C-contiguous (the caller
+    /// converts other arrays); a value that is not finite is an error naming its world and robot.
+    fn step(&mut self, py: Python<'_>, actions: PyReadonlyArray3<'_, f32>) -> PyResult<()> {
+        let caught = catch("a step", || self.step_worlds(py, actions));
+        self.unless_panicked(caught)
+    }
+
+    /// Every world's trajectory hash, in crsim's hex form.
+    fn hashes(&self) -> PyResult<Vec<String>> {
+        Ok(self.worlds()?.hashes())
+    }
+
+    /// Each world's steps in its current episode.
+    fn episode_steps(&self) -> PyResult<Vec<u64>> {
+        Ok(self.worlds()?.episode_steps())
+    }
+
+    /// Frees the worlds; any later call raises.
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+impl Worlds {
+    /// [`Worlds::new`]'s work: the settings checked, the worlds built (Ctrl-C between them raises
+    /// KeyboardInterrupt), the arrays made.
+    fn build(
+        py: Python<'_>,
+        scene: PathBuf,
+        seeds: Vec<u64>,
+        threads: usize,
+        programs: Vec<String>,
+        sets: Vec<Vec<String>>,
+        (max_steps, until, weights, message_size, observation): Settings,
+    ) -> PyResult<Self> {
+        // Before anything is made for them: a million worlds' specs alone would take gigabytes.
+        if seeds.is_empty() || seeds.len() > MAX_WORLDS {
+            return Err(value_error(format!("{} worlds: give 1 to {MAX_WORLDS}", seeds.len())));
+        }
+        if max_steps == 0 {
+            return Err(value_error("max_steps: give at least 1"));
+        }
         let parts = observation
             .map(|names| Part::parse_list(names.iter().map(String::as_str)))
             .transpose()
@@ -123,59 +257,8 @@ impl Worlds {
         Ok(worlds)
     }
 
-    #[getter]
-    fn num_envs(&self) -> PyResult<usize> {
-        Ok(self.worlds()?.num_worlds())
-    }
-
-    #[getter]
-    fn robots(&self) -> Vec<String> {
-        self.robot_names.clone()
-    }
-
-    /// Each driven robot's group (robots of a group observe the same layout), in `robots`' order:
-    /// the robots come group by group.
-    #[getter]
-    fn groups(&self) -> Vec<String> {
-        self.groups.clone()
-    }
-
-    /// Values of each driven robot's observation, in `robots`' order.
-    #[getter]
-    fn observation_sizes(&self) -> Vec<usize> {
-        self.obs_sizes.clone()
-    }
-
-    /// Values of each robot's action: drive and gripper, then its message vector's.
-    #[getter]
-    fn action_size(&self) -> PyResult<usize> {
-        Ok(self.worlds()?.spec().action_size())
-    }
-
-    /// The arrays every call overwrites: observations (E, every robot's values one after the
-    /// other) float32, rewards (E, R)
-    /// float32, terminated and truncated (E, R) bool, counts (E, R, C) float32.
-    fn buffers(&self, py: Python<'_>) -> Buffers {
-        (
-            self.observations.clone_ref(py),
-            self.rewards.clone_ref(py),
-            self.terminated.clone_ref(py),
-            self.truncated.clone_ref(py),
-            self.counts.clone_ref(py),
-        )
-    }
-
-    /// Resets every world (each with `seeds[i]` when given, else its next seed).
-    #[pyo3(signature = (seeds=None))]
-    fn reset(&mut self, py: Python<'_>, seeds: Option<Vec<u64>>) -> PyResult<()> {
-        let mask = vec![true; self.worlds()?.num_worlds()];
-        self.reset_at(py, mask, seeds)
-    }
-
-    /// Resets the worlds where `mask` (E bools) is true, a few dozen at a time: Ctrl-C between
-    /// them raises KeyboardInterrupt (the worlds reset so far are reset, the others as they were).
-    #[pyo3(signature = (mask, seeds=None))]
-    fn reset_at(&mut self, py: Python<'_>, mask: Vec<bool>, seeds: Option<Vec<u64>>) -> PyResult<()> {
+    /// [`Worlds::reset_at`]'s work.
+    fn reset_worlds(&mut self, py: Python<'_>, mask: Vec<bool>, seeds: Option<Vec<u64>>) -> PyResult<()> {
         let inner = self.worlds_mut()?;
         if mask.len() != inner.num_worlds() {
             return Err(value_error(format!("a mask of {} values for {} worlds", mask.len(), inner.num_worlds())));
@@ -196,9 +279,8 @@ impl Worlds {
         self.publish(py)
     }
 
-    /// One step of every world with `actions`, (E, R, A) float32, C-contiguous (the caller
-    /// converts other arrays); a value that is not finite is an error naming its world and robot.
-    fn step(&mut self, py: Python<'_>, actions: PyReadonlyArray3<'_, f32>) -> PyResult<()> {
+    /// [`Worlds::step`]'s work.
+    fn step_worlds(&mut self, py: Python<'_>, actions: PyReadonlyArray3<'_, f32>) -> PyResult<()> {
         let inner = self.worlds()?;
         let expected = [inner.num_worlds(), inner.robots(), inner.spec().action_size()];
         if actions.shape() != expected {
@@ -225,28 +307,15 @@ impl Worlds {
         self.publish(py)
     }
 
-    /// Every world's trajectory hash, in crsim's hex form.
-    fn hashes(&self) -> PyResult<Vec<String>> {
-        Ok(self.worlds()?.hashes())
+    /// What a call returned; after a panic the worlds may be half-stepped, so they are closed
+    /// (every later call raises "the environment is closed").
+    fn unless_panicked(&mut self, caught: Result<PyResult<()>, PyErr>) -> PyResult<()> {
+        caught.unwrap_or_else(|panic| {
+            self.inner = None;
+            Err(panic)
+        })
     }
 
-    /// Each world's steps in its current episode.
-    fn episode_steps(&self) -> PyResult<Vec<u64>> {
-        Ok(self.worlds()?.episode_steps())
-    }
-
-    /// Frees the worlds; any later call raises.
-    fn close(&mut self) {
-        self.inner = None;
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
-    }
-}
-
-impl Worlds {
     fn worlds(&self) -> PyResult<&VecWorlds> {
         self.inner.as_ref().ok_or_else(|| PyRuntimeError::new_err("the environment is closed"))
     }
@@ -317,9 +386,17 @@ fn bench_scene(robots: usize) -> PyResult<String> {
     Ok(crsim::scene::load::to_ron(&crsim::vecenv::bench::bench_room(robots)))
 }
 
+/// Panics inside the guard every method runs in, for the tests that check a panic reaches
+/// Python as a `RuntimeError` (an `Exception`), not as pyo3's `PanicException`.
+#[pyfunction]
+fn _panic_in_guard() -> PyResult<()> {
+    guarded("a deliberate panic", || panic!("as the test asked"))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Worlds>()?;
+    m.add_function(wrap_pyfunction!(_panic_in_guard, m)?)?;
     m.add_function(wrap_pyfunction!(bench_scene, m)?)?;
     m.add("ACTION_SIZE", ACTION_SIZE)?;
     m.add("OBSERVATION_BASE", crsim::vecenv::observe::BASE)?;
