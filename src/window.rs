@@ -2,7 +2,7 @@
 //! driven from outside. The window, drawing and panel come with the `app` feature; a crsim built
 //! without it (`--no-default-features`, the headless core) says so instead of opening one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bevy::prelude::*;
@@ -50,6 +50,114 @@ impl Outside {
     pub fn none() -> Outside {
         Outside { protocol: None, program_port: None, overrides: SceneOverrides::default() }
     }
+}
+
+/// What `crsim [SCENE]` opens.
+pub enum Opened {
+    /// A scene file, or the built-in scene.
+    Scene(Option<PathBuf>),
+    /// The benchmark arena of `crsim --bench N`.
+    Bench { robots: usize, options: crate::run::bench::BenchOptions },
+}
+
+/// What the app does besides showing the scene (`--screenshot`, `--frame-stats`, `--select`,
+/// `--edit`, `--plots`, `--theme`).
+#[derive(Default)]
+pub struct View {
+    pub screenshot: Option<(PathBuf, u32)>,
+    pub frame_stats: Option<u32>,
+    pub select: Option<String>,
+    pub start: StartView,
+}
+
+/// `crsim [SCENE]`: the app on a scene file, the built-in scene or the benchmark arena.
+pub fn open_app(what: Opened, view: View, outside: Outside) -> ExitCode {
+    let View { screenshot, frame_stats, select, start } = view;
+    let (scene, source) = match what {
+        Opened::Bench { robots, options } => {
+            if robots > crate::run::bench::MAX_BENCH_ROBOTS {
+                eprintln!("--bench {robots}: at most {} robots", crate::run::bench::MAX_BENCH_ROBOTS);
+                return ExitCode::from(2);
+            }
+            (crate::run::bench::bench_arena(robots, 1, options), SceneSource::Generated)
+        }
+        Opened::Scene(Some(path)) => match crate::scene::load_scene_file_with(&path, &outside.overrides) {
+            Ok((s, _)) => (s, SceneSource::File(path)),
+            Err(e) => return bad_input(e),
+        },
+        Opened::Scene(None) => {
+            let (text, name) = (crate::scene::load::DEFAULT_SCENE, crate::scene::load::DEFAULT_SCENE_NAME);
+            match crate::scene::load::parse_scene_with(text, name, &outside.overrides) {
+                Ok(s) => (s, SceneSource::BuiltIn),
+                Err(e) => return bad_input(e),
+            }
+        }
+    };
+    // The pool is made once: a scene opened later with many more robots keeps this size.
+    if let Err(e) = crate::sim::set_threads(crate::sim::default_threads(scene.robots.len())) {
+        return bad_input(e);
+    }
+    open_window(AppWindow { scene, source, screenshot, frame_stats, select, start }, outside, |_| {})
+}
+
+/// `crsim replay FILE`: the recording in the app with a timeline from `step`, or (`frames`) its
+/// steps written as PNG frames, one every `every`.
+pub fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option<u64>) -> ExitCode {
+    use crate::record::replay::{Replay, ReplaySource};
+    if every == 0 {
+        return bad_input("--every must be at least 1");
+    }
+    let recording = match crate::record::Recording::open(path) {
+        Ok(r) => r,
+        Err(e) => return bad_input(e),
+    };
+    if let Some(note) = recording.describe_end() {
+        eprintln!("{note}");
+    }
+    let scene = match crate::record::recorded_scene(&recording.meta) {
+        Ok(s) => crate::record::without_outside_drivers(s),
+        Err(e) => return bad_input(format!("{}: {e}", path.display())),
+    };
+    if let Some(dir) = &frames
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return bad_input(format!("--frames: cannot create {}: {e}", dir.display()));
+    }
+    let source = SceneSource::Recorded { scene: recording.meta.scene_path.clone(), from: path.display().to_string() };
+    let mut replay = Replay::file(recording);
+    if let (Some(s), ReplaySource::File(t)) = (step, &mut replay.source) {
+        t.seek(s as i64);
+    }
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: default() };
+    open_window(window, Outside::none(), move |app| {
+        app.insert_resource(replay);
+        if let Some(dir) = frames {
+            export_frames(app, dir, every);
+        }
+    })
+}
+
+/// `crsim view ADDR`: the app attached to a run that serves viewers there.
+pub fn view_command(addr: &str) -> ExitCode {
+    let client = match crate::record::viewer::ViewerClient::connect(addr) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    let scene = match crate::record::recorded_scene(&client.meta) {
+        Ok(s) => crate::record::without_outside_drivers(s),
+        Err(e) => return bad_input(format!("{addr}: {e}")),
+    };
+    let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
+    let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: default() };
+    open_window(window, Outside::none(), move |app| {
+        app.insert_resource(crate::record::replay::Replay::live(client));
+    })
+}
+
+/// Says `e` on stderr; the exit code of bad input.
+fn bad_input(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::from(crate::run::runner::BAD_INPUT)
 }
 
 /// Opens the app on `window`; `setup` adds to it (a replay, the frames exporter). The exit code.
@@ -162,7 +270,7 @@ impl Plugin for AppPlugin {
                 })
                 // The DDS stack's own chatter (every socket it closes at exit) stays out.
                 .set(bevy::log::LogPlugin {
-                    filter: format!("{}rustdds=warn,ros2_client=warn", bevy::log::DEFAULT_FILTER),
+                    filter: format!("{}rustdds=warn", bevy::log::DEFAULT_FILTER),
                     ..default()
                 }),
         )

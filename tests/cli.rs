@@ -229,6 +229,58 @@ fn a_signal_stops_a_run_and_its_metrics_are_written_marked_interrupted() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
 }
 
+/// A launcher that dies can send its SIGTERM twice (from its main thread and its output reader's):
+/// the second, arriving while the run winds down, must not end it before the metrics are written.
+#[test]
+fn a_repeated_signal_still_leaves_the_metrics_written() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let dir = temp_dir("signal-twice");
+    let json = dir.join("m.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/collectors.ron", "--steps", "100000000", "--out"])
+        .arg(&json)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let pid = Pid::from_raw(child.id() as i32);
+    for signal in [Signal::SIGTERM, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        kill(pid, signal).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(m["interrupted"], true);
+}
+
+/// A remote robot whose name holds a NUL byte passed `check`, then `run` panicked naming a thread
+/// after it: both refuse it now, naming the robot.
+#[test]
+fn a_robot_named_with_a_nul_byte_is_refused_by_check_and_run() {
+    let dir = temp_dir("nul-name");
+    let scene = dir.join("nul.ron");
+    std::fs::write(
+        &scene,
+        "(name: \"x\", arena: (width: 2.0, height: 2.0), robots: [(name: \"r\u{0}1\", pose: (1.0, 1.0, 0.0), \
+         controller: Remote(http: 0, ws: 0))])",
+    )
+    .unwrap();
+    let path = scene.to_string_lossy();
+    for args in [vec!["check", &path], vec!["run", &path, "--steps", "10"]] {
+        let out = crsim(&args);
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("robot number 1 in robots: name \"r\\01\" holds the control character U+0000"),
+            "{}",
+            text(&out)
+        );
+        assert!(!text(&out).contains("panicked"), "{}", text(&out));
+    }
+}
+
 #[test]
 fn ports_that_cannot_be_opened_stop_a_run_with_their_names() {
     let dir = temp_dir("ports");
@@ -798,8 +850,60 @@ fn record(scene: &str, steps: u64, file: &Path, extra: &[&str]) -> String {
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(all.contains(&format!("recording: {}", file.display())), "{all}");
-    assert!(!crsim::record::writer::part_path(file).exists(), "the .part file is renamed away");
+    assert_eq!(parts_beside(file), Vec::<String>::new(), "the .part file is renamed away");
     hash_line(&all)
+}
+
+/// The temporary recordings (`*.part`) in a file's folder.
+fn parts_beside(file: &Path) -> Vec<String> {
+    let dir = file.parent().unwrap();
+    let names = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned());
+    names.filter(|n| n.ends_with(".part")).collect()
+}
+
+/// A device or a folder as the recording: refused before the run (run as root, a rename onto
+/// `/dev/null` replaced the device node and the run said it had recorded).
+#[test]
+fn a_recording_onto_a_device_or_a_folder_is_refused() {
+    for target in ["/dev/null", "/dev/full", "tests"] {
+        let out = crsim(&["run", "scenes/pens.ron", "--steps", "10", "--record", target]);
+        assert_eq!(out.status.code(), Some(2), "{target}: {}", text(&out));
+        assert!(text(&out).contains(&format!("cannot record to {target}: it is")), "{}", text(&out));
+    }
+    let t = std::fs::metadata("/dev/null").unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(&t));
+}
+
+/// Two runs recording to one path: each writes a temporary file of its own, and the path ends as
+/// one of their complete recordings (both once wrote the same `F.part`, which ended corrupt).
+#[test]
+fn two_runs_recording_to_one_path_leave_a_whole_recording() {
+    let dir = temp_dir("record-twice");
+    let file = dir.join("run.mcap");
+    let start = |seed: &str| {
+        Command::new(env!("CARGO_BIN_EXE_crsim"))
+            .args(["run", "scenes/collectors.ron", "--steps", "3000", "--seed", seed, "--record"])
+            .arg(&file)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start("1"), start("2"));
+    let hashes: Vec<String> = [a, b]
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+            hash_line(&text(&out))
+        })
+        .collect();
+    assert_eq!(parts_beside(&file), Vec::<String>::new());
+    let r = Recording::open(&file).unwrap();
+    let end = r.end.as_ref().expect("a finished recording");
+    assert_eq!(end.steps, 3000);
+    assert!(hashes.contains(&end.hash), "{} is one of {hashes:?}", end.hash);
 }
 
 /// A range sensor given on the command line: its scans recorded in `/range` (as the robot read

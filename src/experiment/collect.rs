@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::plan::{PlanInfo, failure_path, read_info, read_manifest, result_path};
 use super::stats::Summary;
 use super::sweep::{PlannedRun, describe, value_text};
-use crate::run::files::write_atomic;
+use crate::run::files::{ReadError, read_file, write_atomic};
 use crate::scene::path::ValuePath;
 
 /// The state of one planned run's result.
@@ -79,10 +79,14 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
+/// The largest result file read: a run's metrics are a few kilobytes, a world of 10,000 robots'
+/// a few megabytes.
+pub const MAX_RESULT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Reads the plan and every result in `dir`.
 pub fn collect(dir: &Path) -> Result<Collected, String> {
     let info = read_info(dir)?;
-    let runs = read_manifest(dir)?;
+    let runs = read_manifest(dir, &info)?;
     let paths: Vec<ValuePath> = info
         .metrics
         .iter()
@@ -91,17 +95,21 @@ pub fn collect(dir: &Path) -> Result<Collected, String> {
     let mut rows = Vec::with_capacity(runs.len());
     for run in runs {
         let path = result_path(dir, &run.id);
-        let (status, metrics) = match std::fs::read(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let failed = std::fs::read(failure_path(dir, &run.id)).ok().map(|b| {
-                    serde_json::from_slice::<Value>(&b)
-                        .ok()
-                        .and_then(|v| v.get("error").and_then(Value::as_str).map(String::from))
-                        .unwrap_or_else(|| "failed (unreadable failure record)".into())
-                });
+        let (status, metrics) = match read_file(&path, MAX_RESULT_BYTES) {
+            Err(ReadError::Missing) => {
+                let failed = match read_file(&failure_path(dir, &run.id), MAX_RESULT_BYTES) {
+                    Err(ReadError::Missing) => None,
+                    record => Some(
+                        record
+                            .ok()
+                            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                            .and_then(|v| v.get("error").and_then(Value::as_str).map(String::from))
+                            .unwrap_or_else(|| "failed (unreadable failure record)".into()),
+                    ),
+                };
                 (failed.map_or(Status::Missing, Status::Failed), vec![None; paths.len()])
             }
-            Err(e) => (Status::Corrupt(format!("{}: cannot read: {e}", path.display())), vec![None; paths.len()]),
+            Err(ReadError::Unreadable(e)) => (Status::Corrupt(e), vec![None; paths.len()]),
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Err(e) => {
                     (Status::Corrupt(format!("{}: not a run's metrics: {e}", path.display())), vec![None; paths.len()])
@@ -283,4 +291,68 @@ fn round(x: f64) -> String {
     }
     let digits = (3 - x.abs().log10().floor() as i32).max(0) as usize;
     format!("{x:.digits$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan folder of four runs of one condition, each with a result.
+    fn plan(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("crsim-collect-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("runs")).unwrap();
+        let info =
+            serde_json::json!({"sweep": "s.ron", "scene": "pens.ron", "axes": [], "metrics": ["steps"], "runs": 4});
+        std::fs::write(dir.join("sweep.json"), info.to_string()).unwrap();
+        let mut manifest = String::new();
+        for seed in 1..=4 {
+            let id = format!("c00-s{seed}");
+            manifest += &format!("{}\n", serde_json::json!({"id": id, "condition": 0, "params": [], "seed": seed}));
+            let result = serde_json::json!({"hash": "0123456789abcdef", "steps": 100 * seed});
+            std::fs::write(result_path(&dir, &id), result.to_string()).unwrap();
+        }
+        std::fs::write(dir.join("manifest.jsonl"), manifest).unwrap();
+        dir
+    }
+
+    fn manifest_lines(dir: &Path) -> Vec<String> {
+        std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap().lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_manifest_that_differs_from_the_plan_is_refused() {
+        let dir = plan("manifest");
+        assert_eq!(collect(&dir).unwrap().rows.len(), 4);
+        let lines = manifest_lines(&dir);
+        let manifest = dir.join("manifest.jsonl");
+        // Cut to three lines, emptied, a line written twice.
+        std::fs::write(&manifest, lines[..3].join("\n")).unwrap();
+        let e = collect(&dir).unwrap_err();
+        assert!(e.ends_with("manifest.jsonl: lists 3 runs, but the plan made 4 (sweep.json): the manifest is damaged; plan the sweep again"), "{e}");
+        std::fs::write(&manifest, "").unwrap();
+        assert!(collect(&dir).unwrap_err().contains("lists 0 runs, but the plan made 4"));
+        std::fs::write(&manifest, [&lines[..], &lines[1..2]].concat().join("\n")).unwrap();
+        assert!(collect(&dir).unwrap_err().ends_with("manifest.jsonl:5: run c00-s2 is listed again (first on line 2)"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A FIFO among the results blocked collect (and a resuming sweep) forever, and one linked
+    /// to /dev/zero was read until memory ran out: each is a corrupt result now, not read.
+    #[test]
+    fn a_result_that_is_not_a_regular_file_is_corrupt_and_not_read() {
+        let dir = plan("fifo");
+        let (fifo, zero) = (result_path(&dir, "c00-s1"), result_path(&dir, "c00-s2"));
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        std::fs::remove_file(&zero).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let c = collect(&dir).unwrap();
+        let status: Vec<&Status> = c.rows.iter().map(|r| &r.status).collect();
+        let not_regular = |p: &Path| Status::Corrupt(format!("{}: cannot read: not a regular file", p.display()));
+        assert_eq!(status, [&not_regular(&fifo), &not_regular(&zero), &Status::Ok, &Status::Ok]);
+        assert!(!super::super::runner::is_complete(&fifo) && !super::super::runner::is_complete(&zero));
+        assert_eq!(c.not_ok(), 2);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

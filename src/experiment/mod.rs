@@ -6,6 +6,7 @@
 //! (`run/`).
 
 pub mod collect;
+pub mod command;
 pub mod plan;
 pub mod plot;
 pub mod runner;

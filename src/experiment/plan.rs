@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::sweep::{PlannedRun, Sweep, value_text};
-use crate::run::files::write_atomic;
+use crate::run::files::{ReadError, read_file, write_atomic};
 
 /// What `crsim collect` reads from a plan folder besides the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,21 +131,48 @@ exec bash -c "$line"
     )
 }
 
-/// Reads a plan's manifest; the error names the file and line.
-pub fn read_manifest(dir: &Path) -> Result<Vec<PlannedRun>, String> {
+/// The largest plan file read (a million runs' manifest is about 100 MB).
+const MAX_PLAN_BYTES: u64 = 1 << 30;
+
+/// A plan file's text, read with the checks result files have.
+fn read_plan_file(path: &Path) -> Result<String, String> {
+    let bytes = read_file(path, MAX_PLAN_BYTES).map_err(|e| match e {
+        ReadError::Missing => format!("{}: cannot read: no such file", path.display()),
+        ReadError::Unreadable(e) => e,
+    })?;
+    String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))
+}
+
+/// Reads a plan's manifest and checks it against the plan: every run once, as many as the plan
+/// made (`runs` in `sweep.json`); the error names the file and line. A manifest cut short or
+/// with a line written twice would otherwise count runs that were never planned, or miss some.
+pub fn read_manifest(dir: &Path, info: &PlanInfo) -> Result<Vec<PlannedRun>, String> {
     let path = dir.join("manifest.jsonl");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
-        .collect()
+    let shown = path.display();
+    let text = read_plan_file(&path)?;
+    let mut runs: Vec<PlannedRun> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let run: PlannedRun = serde_json::from_str(line).map_err(|e| format!("{shown}:{}: {e}", i + 1))?;
+        if let Some(first) = seen.insert(run.id.clone(), i + 1) {
+            return Err(format!("{shown}:{}: run {} is listed again (first on line {first})", i + 1, run.id));
+        }
+        runs.push(run);
+    }
+    if runs.len() != info.runs {
+        return Err(format!(
+            "{shown}: lists {} runs, but the plan made {} (sweep.json): the manifest is damaged; plan the sweep again",
+            runs.len(),
+            info.runs
+        ));
+    }
+    Ok(runs)
 }
 
 /// Reads a plan's `sweep.json`.
 pub fn read_info(dir: &Path) -> Result<PlanInfo, String> {
     let path = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = read_plan_file(&path)?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::plan::{failure_path, result_path, run_args};
 use super::sweep::{PlannedRun, Sweep};
-use crate::run::files::write_atomic;
+use crate::run::files::{read_file, write_atomic};
 use crate::run::signals;
 
 /// How a run of the sweep ended.
@@ -38,9 +38,10 @@ pub struct SweepSummary {
     pub stopped: usize,
 }
 
-/// A result file that a finished run wrote: it parses and is not marked interrupted.
+/// A result file that a finished run wrote: a regular file that parses and is not marked
+/// interrupted (a FIFO or a device in `runs/` is not one, and is not read).
 pub fn is_complete(path: &Path) -> bool {
-    std::fs::read(path)
+    read_file(path, super::collect::MAX_RESULT_BYTES)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|v| v.is_object() && v.get("interrupted") != Some(&json!(true)) && v.get("hash").is_some())

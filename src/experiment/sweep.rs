@@ -120,7 +120,8 @@ pub const MAX_RUNS: usize = 1_000_000;
 /// so a path that does not exist or a value of the wrong type is reported before any run.
 pub fn load_sweep(path: &Path) -> Result<Sweep, String> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    // As a scene file is read: a regular file of at most 16 MiB, UTF-8.
+    let text = crate::scene::load::read_text(path).map_err(|e| e.to_string())?;
     let file: SweepFile = ron::Options::default()
         .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
         .from_str(&text)
@@ -285,6 +286,9 @@ fn expand(file: &SweepFile, path: &Path, scene: &Path) -> Result<Sweep, String> 
     })
 }
 
+/// The most values one range may give.
+const MAX_RANGE_VALUES: u64 = 100_000;
+
 fn range_values(r: Range) -> Result<Vec<Value>, String> {
     if !(r.from.is_finite() && r.to.is_finite() && r.step.is_finite()) {
         return Err("from, to and step must be numbers".into());
@@ -295,10 +299,13 @@ fn range_values(r: Range) -> Result<Vec<Value>, String> {
     if r.to < r.from {
         return Err(format!("to ({}) is below from ({})", r.to, r.from));
     }
-    let n = ((r.to - r.from) / r.step + 1e-9).floor() as u64 + 1;
-    if n > 100_000 {
-        return Err(format!("{n} values: at most 100000"));
+    // Counted as a float first: a count beyond u64 (3 m in steps of 1e-20) saturates the cast,
+    // and the 1 added after it would wrap to no values at all.
+    let count = ((r.to - r.from) / r.step + 1e-9).floor() + 1.0;
+    if !count.is_finite() || count > MAX_RANGE_VALUES as f64 {
+        return Err(format!("{count:.0} values: at most {MAX_RANGE_VALUES}"));
     }
+    let n = count as u64;
     let whole = [r.from, r.to, r.step].iter().all(|x| x.fract() == 0.0);
     Ok((0..n)
         .map(|i| {
@@ -358,6 +365,10 @@ mod tests {
         assert_eq!(v, vec![json!(0.1), json!(0.2), json!(0.3), json!(0.4), json!(0.5)]);
         assert!(range_values(Range { from: 1.0, to: 0.0, step: 0.1 }).unwrap_err().contains("below"));
         assert!(range_values(Range { from: 0.0, to: 1.0, step: 0.0 }).unwrap_err().contains("above 0"));
+        // More values than u64 counts: refused, not wrapped to none.
+        let e = range_values(Range { from: 0.0, to: 3.0, step: 1e-20 }).unwrap_err();
+        assert_eq!(e, "300000000000000000000 values: at most 100000");
+        assert!(range_values(Range { from: 0.0, to: 1e300, step: 1e-300 }).unwrap_err().contains("at most 100000"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use bevy::prelude::*;
 pub mod capture;
 pub mod format;
 pub mod inputs;
+pub mod inspect;
 pub mod mcap_records;
 pub mod reader;
 pub mod replay;

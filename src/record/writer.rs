@@ -6,9 +6,10 @@
 //! The same writer makes files of foreign channels only ([`FileSink::foreign`]: a ROS 2 bag, whose
 //! MCAP profile allows CDR channels alone), each channel added when its first message comes.
 //!
-//! The file is written as `FILE.part` and renamed to `FILE` when finished, so `FILE` is always
-//! a complete recording. A run killed mid-way leaves `FILE.part`, which reads up to its last
-//! complete chunk.
+//! The file is written as `FILE.PID.part` (the writing process's id: two runs recording to one
+//! path each write their own) and renamed to `FILE` when finished, so `FILE` is always a complete
+//! recording. A run killed mid-way leaves `FILE.PID.part`, which reads up to its last complete
+//! chunk.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -55,19 +56,26 @@ pub struct FileSink {
     batch_bytes: usize,
 }
 
-/// The temporary name a recording has while it is written.
+/// The temporary name a recording has while this process writes it: `FILE.PID.part`.
 pub fn part_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".part");
+    name.push(format!(".{}.part", std::process::id()));
     path.with_file_name(name)
 }
 
-/// Whether a recording can go to `path` (its folder exists), checked before a run starts.
+/// Whether a recording can go to `path`, checked before a run starts: its folder exists, and
+/// `path` is a regular file or nothing yet. A finished recording is renamed onto `path`, which
+/// would replace a device (`/dev/null`, run as root) or fail on a folder at the end of the run.
 pub fn check_target(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        let what = if meta.is_dir() { "a folder" } else { "not a regular file" };
+        return Err(format!("cannot record to {shown}: it is {what} (a recording is a file of its own)"));
+    }
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => {
-            Err(format!("cannot record to {}: folder {} does not exist", path.display(), dir.display()))
-        }
+        Some(dir) if !dir.is_dir() => Err(format!("cannot record to {shown}: folder {} does not exist", dir.display())),
         _ => Ok(()),
     }
 }
@@ -271,5 +279,31 @@ impl Drop for FileSink {
         // Unfinished (the app closed while recording): the writer flushes what it has.
         let _ = self.hand_over();
         let _ = self.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_goes_to_a_regular_file_or_a_new_name_only() {
+        let dir = std::env::temp_dir().join(format!("crsim-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(check_target(&dir.join("new.mcap")), Ok(()));
+        std::fs::write(dir.join("old.mcap"), b"x").unwrap();
+        assert_eq!(check_target(&dir.join("old.mcap")), Ok(()), "a finished recording is replaced");
+        // Renamed onto, a device node would be replaced (as root) and a folder refuses at the end.
+        for (path, what) in [("/dev/null", "not a regular file"), ("/dev/full", "not a regular file")] {
+            let e = check_target(Path::new(path)).unwrap_err();
+            assert_eq!(e, format!("cannot record to {path}: it is {what} (a recording is a file of its own)"));
+        }
+        assert!(check_target(&dir).unwrap_err().ends_with("it is a folder (a recording is a file of its own)"));
+        let e = check_target(&dir.join("no/such/run.mcap")).unwrap_err();
+        assert!(e.ends_with("does not exist"), "{e}");
+        // The temporary name is this process's own.
+        let part = part_path(&dir.join("run.mcap"));
+        assert_eq!(part.file_name().unwrap().to_string_lossy(), format!("run.mcap.{}.part", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -146,6 +146,153 @@ pub fn run_bench_with(
     }
 }
 
+/// The most robots `crsim bench` builds an arena for.
+pub const MAX_BENCH_ROBOTS: usize = 1_000_000;
+
+/// What `crsim bench` was asked for.
+pub struct BenchCommand<'a> {
+    pub robots: usize,
+    pub steps: u64,
+    pub seed: u64,
+    pub options: BenchOptions,
+    /// Record the run here (what recording costs).
+    pub record: Option<&'a std::path::Path>,
+    pub threads: Option<u16>,
+    /// Serve the arena over ROS 2 (added by the floor that knows it, as `crsim run`'s setup).
+    pub serve: Option<&'a dyn Fn(&mut App) -> Result<(), String>>,
+}
+
+/// Bytes a benchmark robot takes at its peak, measured (peak RSS of `crsim bench --robots
+/// 100000 --steps 10`, less that of 1,000 robots, per robot): with rigid bodies, and the
+/// collectors' networks, and a range sensor's beams.
+const BYTES_PER_ROBOT: u64 = 4_600;
+const BYTES_PER_NETWORK_ROBOT: u64 = 9_000;
+const BYTES_PER_BEAM: u64 = 40;
+/// What the process takes besides its robots.
+const BASE_BYTES: u64 = 120 << 20;
+
+/// About the memory a benchmark arena of `robots` robots needs at its peak.
+pub fn bench_memory(robots: usize, options: BenchOptions) -> u64 {
+    let per = if options.network { BYTES_PER_NETWORK_ROBOT } else { BYTES_PER_ROBOT }
+        + BYTES_PER_BEAM * u64::from(options.range.unwrap_or(0));
+    BASE_BYTES + per * robots as u64
+}
+
+/// The memory this process may take: what the system has available, and at most its
+/// address-space limit. None where it cannot tell.
+pub fn memory_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let available = meminfo.as_deref().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+    });
+    // "Max address space   SOFT   HARD   bytes", SOFT a number or "unlimited".
+    let limits = std::fs::read_to_string("/proc/self/limits").ok();
+    let limit = limits.as_deref().and_then(|l| {
+        let line = l.lines().find(|l| l.starts_with("Max address space"))?;
+        line["Max address space".len()..].split_whitespace().next()?.parse::<u64>().ok()
+    });
+    match (available, limit) {
+        (Some(a), Some(l)) => Some(a.min(l)),
+        (a, l) => a.or(l),
+    }
+}
+
+/// Whether an arena needing `need` bytes fits in `available`; the error gives both figures.
+pub fn check_memory(robots: usize, need: u64, available: Option<u64>) -> Result<(), String> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    match available {
+        Some(a) if need > a => Err(format!(
+            "--robots {robots}: the arena needs about {:.1} GiB, and this process may take {:.1} GiB; \
+             ask for fewer robots",
+            gib(need),
+            gib(a)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `crsim bench`: builds the arena, runs it and prints robot-steps per second and where a step's
+/// time went; the exit code.
+pub fn bench_command(b: BenchCommand) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let bad = |e: String| {
+        eprintln!("{e}");
+        ExitCode::from(super::runner::BAD_INPUT)
+    };
+    if b.robots == 0 || b.steps == 0 {
+        return bad("--robots and --steps must be at least 1".into());
+    }
+    if b.robots > MAX_BENCH_ROBOTS {
+        return bad(format!("--robots {}: at most {MAX_BENCH_ROBOTS} robots", b.robots));
+    }
+    if let Err(e) = check_memory(b.robots, bench_memory(b.robots, b.options), memory_available()) {
+        return bad(e);
+    }
+    if let Some(Err(e)) = b.record.map(crate::record::writer::check_target) {
+        return bad(e);
+    }
+    let threads = b.threads.map_or_else(|| crate::sim::default_threads(b.robots), usize::from);
+    if let Err(e) = crate::sim::set_threads(threads) {
+        return bad(e);
+    }
+    let bar = super::runner::progress_bar(b.steps);
+    let mut failed = None;
+    let setup = |app: &mut App, scene: &SceneFile| {
+        if let Some(serve) = b.serve
+            && let Err(e) = serve(app)
+        {
+            failed = Some(format!("--ros2: {e}"));
+        }
+        let Some(file) = b.record else { return };
+        let text = crate::scene::load::to_ron(scene);
+        let overrides = crate::scene::SceneOverrides::default();
+        let meta = crate::record::run_meta(scene, &text, "bench", std::path::Path::new("."), &overrides, false, 0);
+        match crate::record::writer::FileSink::create(file, &meta) {
+            Ok(sink) => app.world_mut().resource_mut::<crate::record::Recorder>().add_sink(Box::new(sink)),
+            Err(e) => failed = Some(e),
+        }
+    };
+    let r = run_bench_with(b.robots, b.steps, b.seed, b.options, setup, |done| bar.set_position(done));
+    bar.finish_and_clear();
+    if let Some(e) = failed {
+        return bad(e);
+    }
+    print_result(&r, b.options);
+    ExitCode::SUCCESS
+}
+
+/// The lines `crsim bench` prints, `name: value` each.
+fn print_result(r: &BenchResult, options: BenchOptions) {
+    use crate::say;
+    say!("robots: {}", r.robots);
+    say!("steps: {}", r.steps);
+    say!("wall_time_s: {:.3}", r.wall_time_s);
+    say!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    say!("physics: {}", if options.kinematic { "kinematic" } else { "rigid" });
+    if options.comms {
+        say!("deliveries: {}", r.deliveries);
+        say!("deliveries_per_s: {:.0}", r.deliveries_per_s);
+    }
+    if let Some(rays) = options.range {
+        // Beams read in the timed steps: every robot's, every step.
+        say!("range_beams_per_s: {:.0}", r.robot_steps_per_s * f64::from(rays));
+    }
+    // Where a step's wall time went (all threads' work inside each stage).
+    for (stage, ms) in r.stages.per_step_ms() {
+        say!("stage_ms_{stage}: {ms:.3}");
+    }
+    let b = r.botlink;
+    if b.rounds > 0 {
+        // The bot manager's exchange of each update-all round step, on one core.
+        say!("botlink_rounds: {}", b.rounds);
+        say!("botlink_round_ms_mean: {:.3}", b.total_s / b.rounds as f64 * 1e3);
+        say!("botlink_round_ms_max: {:.3}", b.max_s * 1e3);
+        say!("botlink_packets_per_round: {:.0}", b.packets as f64 / b.rounds as f64);
+        say!("botlink_packets_per_s: {:.0}", b.packets as f64 / b.total_s.max(1e-9));
+    }
+}
+
 /// Every robot broadcasts each step.
 fn chatter(mut robots: Query<&mut RadioOut>) {
     for mut out in &mut robots {
@@ -157,6 +304,21 @@ fn chatter(mut robots: Query<&mut RadioOut>) {
 mod tests {
     use super::*;
     use crate::scene::validate::validate;
+
+    /// `bench --robots 1000000` needed more than 4 GiB and died by allocation failure on a
+    /// smaller machine: the estimate refuses it first, with both figures.
+    #[test]
+    fn an_arena_larger_than_the_memory_is_refused_with_the_figures() {
+        let need = bench_memory(1_000_000, BenchOptions::default());
+        assert!(need > 4 << 30, "{need}");
+        let e = check_memory(1_000_000, need, Some(2 << 30)).unwrap_err();
+        assert!(e.starts_with("--robots 1000000: the arena needs about "), "{e}");
+        assert!(e.contains("GiB, and this process may take 2.0 GiB"), "{e}");
+        assert_eq!(check_memory(1_000, bench_memory(1_000, BenchOptions::default()), Some(2 << 30)), Ok(()));
+        assert_eq!(check_memory(1_000_000, need, None), Ok(()), "unknown: not refused");
+        let network = BenchOptions { network: true, range: Some(16), ..Default::default() };
+        assert!(bench_memory(10_000, network) > bench_memory(10_000, BenchOptions::default()));
+    }
 
     #[test]
     fn bench_scenes_are_valid() {

@@ -232,6 +232,50 @@ impl BotEmulator {
     }
 }
 
+/// `crsim bot SCENE --robot NAME --port P`: plays the robot for a bot manager until stopped
+/// (Ctrl-C), then prints its counters and writes them to `out`; the exit code.
+pub fn bot_command(scene: &Path, robot: &str, address: &str, port: u16, out: Option<&Path>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let mut bot = match BotEmulator::from_file(scene, robot, address, port) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(super::runner::BAD_INPUT);
+        }
+    };
+    if let Err(e) = super::signals::install() {
+        eprintln!("{e}");
+    }
+    crate::say!("bot {} (id {}) of {}: listening on UDP {}", bot.name, bot.id, scene.display(), bot.local);
+    if let Some(e) = &bot.group_error {
+        crate::say!("{e}; update-all packets are taken on the port only");
+    }
+    bot.serve(super::signals::requested);
+    let s = &bot.stats;
+    crate::say!(
+        "bot {}: received {} packets ({} bytes), {} rounds, {} for other bots, {} malformed, {} refused; \
+         sent {} statuses, {} errors; {} watchdog stops",
+        bot.name,
+        s.received.packets,
+        s.received.bytes,
+        s.rounds,
+        s.not_mine,
+        s.malformed,
+        s.refused,
+        s.statuses.packets,
+        s.errors.packets,
+        s.watchdog_stops
+    );
+    if let Some(out) = out {
+        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
+        if let Err(e) = super::files::write_atomic(out, &json) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

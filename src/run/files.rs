@@ -1,9 +1,47 @@
 //! Writing result files so that a reader never sees half of one: the text goes to a temporary
 //! file in the same folder, is flushed to disk, and is renamed over the target in one step. A run
 //! killed while writing leaves the old file (or none) and a stray temporary, never a torn file.
+//! And reading them back with the checks scene files have: a regular file only (a FIFO would
+//! block the reader, `/dev/zero` never end), of a bounded size.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
+
+/// Why [`read_file`] read nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// There is no file there.
+    Missing,
+    /// Something is there but it cannot be read as a file of at most the size asked; the
+    /// message names the file.
+    Unreadable(String),
+}
+
+/// Reads `path` whole if it is a regular file of at most `max_bytes`.
+pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    let shown = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing),
+        Err(e) => return Err(ReadError::Unreadable(format!("{shown}: cannot read: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(ReadError::Unreadable(format!("{shown}: cannot read: not a regular file")));
+    }
+    let too_big = |n: u64| ReadError::Unreadable(format!("{shown}: {n} bytes is more than the {max_bytes} read"));
+    if meta.len() > max_bytes {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max_bytes + 1).read_to_end(&mut bytes))
+        .map_err(|e| ReadError::Unreadable(format!("{shown}: cannot read: {e}")))?;
+    // It may have grown since it was measured.
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
 
 /// Writes `bytes` to `path` atomically. The error names the file. A path that is not a regular
 /// file (`/dev/null`, `/dev/full`, a FIFO) is written in place: renaming over it would replace
@@ -58,6 +96,28 @@ mod tests {
         assert!(e.contains("no/such/dir/m.json: cannot write"), "{e}");
         let e = write_atomic(&dir, b"x").unwrap_err();
         assert!(e.contains("it is a folder"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_a_regular_file_of_a_bounded_size_is_read() {
+        let dir = std::env::temp_dir().join(format!("crsim-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        std::fs::write(&path, b"{}").unwrap();
+        assert_eq!(read_file(&path, 2), Ok(b"{}".to_vec()));
+        assert_eq!(
+            read_file(&path, 1),
+            Err(ReadError::Unreadable(format!("{}: 2 bytes is more than the 1 read", path.display())))
+        );
+        assert_eq!(read_file(&dir.join("none.json"), 10), Err(ReadError::Missing));
+        // A FIFO would block a reader until a writer came; /dev/zero would never end.
+        let fifo = dir.join("fifo.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        for p in [fifo.as_path(), Path::new("/dev/zero"), &dir] {
+            let e = read_file(p, 1 << 20).unwrap_err();
+            assert_eq!(e, ReadError::Unreadable(format!("{}: cannot read: not a regular file", p.display())));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

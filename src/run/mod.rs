@@ -6,11 +6,11 @@ use bevy::prelude::*;
 
 pub mod bench;
 pub mod bot;
+pub mod check;
 pub mod files;
 pub mod headless;
 pub mod hot_reload;
 pub mod load;
-pub mod output;
 pub mod physics;
 pub mod physics_step;
 pub mod report;

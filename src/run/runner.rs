@@ -73,14 +73,15 @@ pub fn run(request: RunRequest) -> ExitCode {
     if let Err(e) = signals::install() {
         eprintln!("{e}");
     }
-    let scene = match scene_as_asked(&request) {
+    let (scene, text) = match scene_as_asked(&request) {
         Ok(s) => s,
         Err(e) => return bad_input(&e),
     };
-    crate::sim::set_threads(
-        request.threads.map_or_else(|| crate::sim::default_threads(scene.robots.len()), usize::from),
-    );
-    let mut app = match app_with_servers(scene, &request) {
+    let threads = request.threads.map_or_else(|| crate::sim::default_threads(scene.robots.len()), usize::from);
+    if let Err(e) = crate::sim::set_threads(threads) {
+        return bad_input(&e);
+    }
+    let mut app = match app_with_servers(scene, &text, &request) {
         Ok(app) => app,
         Err(e) => return bad_input(&e),
     };
@@ -100,9 +101,11 @@ fn bad_input(e: &str) -> ExitCode {
     ExitCode::from(BAD_INPUT)
 }
 
-/// The scene file with the command line's overrides, seed, radio switch and dialect.
-pub fn scene_as_asked(r: &RunRequest) -> Result<SceneFile, String> {
-    let (mut scene, _) = load_scene_file_with(r.scene, &r.overrides).map_err(|e| e.to_string())?;
+/// The scene file with the command line's overrides, seed, radio switch and dialect, and the
+/// file's text as it was read (the file is read once: a recording holds the text that ran, even
+/// when the file is saved again while the run starts).
+pub fn scene_as_asked(r: &RunRequest) -> Result<(SceneFile, String), String> {
+    let (mut scene, text) = load_scene_file_with(r.scene, &r.overrides).map_err(|e| e.to_string())?;
     if let Some(robot) = r.dump_network {
         let networked = |s: &&crate::scene::schema::RobotSpec| matches!(s.controller, ControllerSpec::Network { .. });
         if !scene.robots.iter().filter(networked).any(|s| s.name == robot) {
@@ -127,16 +130,15 @@ pub fn scene_as_asked(r: &RunRequest) -> Result<SceneFile, String> {
             }
         }
     }
-    Ok(scene)
+    Ok((scene, text))
 }
 
 /// The headless app of `scene`, recording and serving viewers if asked; an error when a port the
 /// scene needs cannot be opened (the run would go on without the robots it serves).
-fn app_with_servers(scene: SceneFile, r: &RunRequest) -> Result<App, String> {
+fn app_with_servers(scene: SceneFile, text: &str, r: &RunRequest) -> Result<App, String> {
     let meta = (r.record.is_some() || r.serve_viewer.is_some()).then(|| {
-        let text = crate::scene::load::read_text(r.scene).unwrap_or_default();
         let dir = r.scene.parent().unwrap_or(Path::new("."));
-        crate::record::run_meta(&scene, &text, &r.scene.display().to_string(), dir, &r.overrides, r.no_radio, 0)
+        crate::record::run_meta(&scene, text, &r.scene.display().to_string(), dir, &r.overrides, r.no_radio, 0)
     });
     let address = scene.botlink.address.clone();
     let (overrides, until, realtime, port) = (r.overrides.clone(), r.until, r.realtime, r.program_port);
@@ -454,7 +456,8 @@ mod tests {
             keep_serving: false,
             setup: None,
         };
-        let scene = scene_as_asked(&r).unwrap();
+        let (scene, text) = scene_as_asked(&r).unwrap();
+        assert_eq!(text, std::fs::read_to_string(r.scene).unwrap(), "the text the scene was read from");
         assert_eq!((scene.seed, scene.comms.link), (42, false));
         assert!(matches!(scene.robots[0].controller, ControllerSpec::Remote { protocol: Dialect::Vr2021, .. }));
         r.dump_network = Some("wenvbot");

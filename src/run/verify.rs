@@ -184,3 +184,42 @@ fn first_difference(
     }
     Verdict::Differs { step: at.step, recorded: at.hash.clone(), now: new_hash.to_string(), robot }
 }
+/// `crsim verify FILE [--scene SCENE]`: runs the recording's scene (or `scene`, with the
+/// recording's seed) again with its recorded inputs and prints `identical` or where it parts;
+/// the exit code (1 when it parts, 2 on bad input).
+pub fn verify_command(path: &std::path::Path, scene: Option<&std::path::Path>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let bad = |e: String| {
+        eprintln!("{e}");
+        ExitCode::from(super::runner::BAD_INPUT)
+    };
+    if let Err(e) = super::signals::install() {
+        eprintln!("{e}");
+    }
+    let mut recording = match Recording::open(path) {
+        Ok(r) => r,
+        Err(e) => return bad(e.to_string()),
+    };
+    if let Some(note) = recording.describe_end() {
+        eprintln!("{note}");
+    }
+    let scene = match scene.map(crate::scene::load_scene_file) {
+        None => None,
+        Some(Ok((mut s, _))) => {
+            s.seed = recording.meta.seed;
+            Some(s)
+        }
+        Some(Err(e)) => return bad(e.to_string()),
+    };
+    let (_, last) = recording.steps();
+    let bar = super::runner::progress_bar(last + 1);
+    let verdict = verify(&mut recording, scene, |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    match verdict {
+        Ok(v) => {
+            crate::say!("{}", v.describe());
+            if matches!(v, Verdict::Identical { .. }) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => bad(format!("{}: {e}", path.display())),
+    }
+}

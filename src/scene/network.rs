@@ -219,14 +219,22 @@ pub fn seed_network() -> NetworkStructure {
     parse_network(SEED_NETWORK, "assets/seed001-network.ron").expect("the shipped structure is checked by tests")
 }
 
+/// The most errors [`validate`] lists; a last one says how many more there were.
+pub const MAX_ERRORS: usize = 100;
+
+/// The most targets an error lists by name.
+const TARGETS_SHOWN: usize = 10;
+
 /// Checks a structure: the seed's five collections, unique node names, links between the right
-/// layers with the right type, known ends, no duplicates, finite weights.
+/// layers with the right type, known ends, no duplicates, finite weights. One pass over the
+/// nodes and one over the links (a node's collection is looked up, not searched for), and at
+/// most [`MAX_ERRORS`] errors listed, so a hostile file of many bad links costs time and memory
+/// in proportion to its size.
 pub fn validate(s: &NetworkStructure) -> Vec<SceneError> {
-    let mut errors = Vec::new();
-    let mut err = |item: String, message: String| errors.push(SceneError { item, message });
+    let mut errors = Errors::default();
     let names: Vec<&str> = s.collections.iter().map(|c| c.name.as_str()).collect();
     if names != COLLECTIONS {
-        err(
+        errors.add(
             "collections".into(),
             format!("must be {} in this order, got {}", COLLECTIONS.join(", "), names.join(", ")),
         );
@@ -235,55 +243,96 @@ pub fn validate(s: &NetworkStructure) -> Vec<SceneError> {
         let expected =
             if matches!(c.name.as_str(), "Task" | "Perception") { Lifetime::Static } else { Lifetime::Dynamic };
         if c.lifetime != expected {
-            err(format!("collection \"{}\"", c.name), format!("must be {expected:?}"));
+            errors.add(format!("collection \"{}\"", c.name), format!("must be {expected:?}"));
         }
     }
     let nodes: usize = s.collections.iter().map(|c| c.nodes.len()).sum();
     if nodes > MAX_NODES {
-        err("collections".into(), format!("have {nodes} nodes; a structure may have at most {MAX_NODES}"));
+        errors.add("collections".into(), format!("have {nodes} nodes; a structure may have at most {MAX_NODES}"));
     }
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    // Each node's collection (the first, where a node is in two).
+    let mut collection_of: BTreeMap<&str, &str> = BTreeMap::new();
     for c in &s.collections {
         for n in &c.nodes {
-            if let Some(other) = seen.insert(n, &c.name) {
-                err(format!("node \"{n}\""), format!("is in both \"{other}\" and \"{}\"", c.name));
+            if let Some(other) = collection_of.get(n.as_str()) {
+                errors.add(format!("node \"{n}\""), format!("is in both \"{other}\" and \"{}\"", c.name));
+            } else {
+                collection_of.insert(n, &c.name);
             }
         }
     }
+    let targets: BTreeSet<&str> = s.targets.iter().map(String::as_str).collect();
     let mut pairs: BTreeSet<(&str, &str)> = BTreeSet::new();
     for l in &s.links {
-        let item = format!("link \"{}\" -> \"{}\"", l.from, l.to);
+        let item = || format!("link \"{}\" -> \"{}\"", l.from, l.to);
         if !l.weight.is_finite() {
-            err(item.clone(), format!("weight must be a finite number, got {}", l.weight));
+            errors.add_with(item, || format!("weight must be a finite number, got {}", l.weight));
         }
         if !pairs.insert((&l.from, &l.to)) {
-            err(item.clone(), "appears twice".into());
+            errors.add_with(item, || "appears twice".into());
         }
         let (from_layer, to_layer) = l.kind.layers();
-        match s.collection_of(&l.from) {
-            None => err(item.clone(), format!("\"{}\" is not a node", l.from)),
-            Some(c) if c.name != from_layer => err(
-                item.clone(),
-                format!("a {:?} link leaves a {from_layer} node, but \"{}\" is in {}", l.kind, l.from, c.name),
-            ),
+        match collection_of.get(l.from.as_str()) {
+            None => errors.add_with(item, || format!("\"{}\" is not a node", l.from)),
+            Some(&c) if c != from_layer => errors.add_with(item, || {
+                format!("a {:?} link leaves a {from_layer} node, but \"{}\" is in {c}", l.kind, l.from)
+            }),
             Some(_) => {}
         }
         match to_layer {
-            Some(layer) => match s.collection_of(&l.to) {
-                None => err(item, format!("\"{}\" is not a node", l.to)),
-                Some(c) if c.name != layer => {
-                    err(item, format!("a {:?} link enters a {layer} node, but \"{}\" is in {}", l.kind, l.to, c.name))
-                }
+            Some(layer) => match collection_of.get(l.to.as_str()) {
+                None => errors.add_with(item, || format!("\"{}\" is not a node", l.to)),
+                Some(&c) if c != layer => errors.add_with(item, || {
+                    format!("a {:?} link enters a {layer} node, but \"{}\" is in {c}", l.kind, l.to)
+                }),
                 Some(_) => {}
             },
-            None => {
-                if !s.targets.contains(&l.to) {
-                    err(item, format!("\"{}\" is not a target (targets: {})", l.to, s.targets.join(", ")));
-                }
+            None if !targets.contains(l.to.as_str()) => {
+                errors.add_with(item, || format!("\"{}\" is not a target (targets: {})", l.to, listed(&s.targets)))
             }
+            None => {}
         }
     }
-    errors
+    errors.finish()
+}
+
+/// Names for a message: the first [`TARGETS_SHOWN`], and how many more.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(TARGETS_SHOWN).map(String::as_str).collect();
+    match names.len().saturating_sub(TARGETS_SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+/// The errors of a check, the first [`MAX_ERRORS`] of them written out and the rest counted.
+#[derive(Default)]
+struct Errors {
+    listed: Vec<SceneError>,
+    more: usize,
+}
+
+impl Errors {
+    fn add(&mut self, item: String, message: String) {
+        self.add_with(|| item, || message);
+    }
+
+    /// An error whose text is made only when it will be listed.
+    fn add_with(&mut self, item: impl FnOnce() -> String, message: impl FnOnce() -> String) {
+        if self.listed.len() < MAX_ERRORS {
+            self.listed.push(SceneError { item: item(), message: message() });
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn finish(mut self) -> Vec<SceneError> {
+        if self.more > 0 {
+            let message = format!("and {} more errors like those above (the first {MAX_ERRORS} are listed)", self.more);
+            self.listed.push(SceneError { item: "structure".into(), message });
+        }
+        self.listed
+    }
 }
 
 #[cfg(test)]
@@ -388,6 +437,29 @@ mod tests {
         ] {
             assert!(m.contains(&expected.to_string()), "{expected} not in {m:#?}");
         }
+    }
+
+    /// A hostile structure: 20,000 links to unknown nodes and effects on unknown targets among
+    /// 20,000 targets. The check lists the first errors and counts the rest (it used to list them
+    /// all, each naming every target, and allocated until it aborted).
+    #[test]
+    fn many_bad_links_give_the_first_errors_and_a_count() {
+        let mut s = default_network();
+        s.targets = (0..20_000).map(|i| format!("T{i}")).collect();
+        let bad = |i: usize, kind| LinkSpec { from: format!("N{i}"), to: format!("U{i}"), kind, weight: 1.0 };
+        s.links = (0..20_000).map(|i| bad(i, if i % 2 == 0 { LinkKind::Effect } else { LinkKind::Drive })).collect();
+        let errors = validate(&s);
+        assert_eq!(errors.len(), MAX_ERRORS + 1);
+        // Each link has two errors (an unknown node at each end): 40,000 in all.
+        assert_eq!(
+            errors[MAX_ERRORS].to_string(),
+            "structure: and 39900 more errors like those above (the first 100 are listed)"
+        );
+        let target = errors.iter().find(|e| e.message.contains("is not a target")).unwrap();
+        assert!(
+            target.message.ends_with("(targets: T0, T1, T2, T3, T4, T5, T6, T7, T8, T9 and 19990 more)"),
+            "{target}"
+        );
     }
 
     #[test]

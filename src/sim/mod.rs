@@ -21,6 +21,7 @@ pub mod env;
 pub mod hash;
 pub mod optional;
 pub mod order;
+pub mod output;
 pub mod report;
 pub mod rng;
 pub mod stages;
@@ -153,16 +154,49 @@ pub fn default_threads(robots: usize) -> usize {
     if robots > PASS_CHUNK { cores() } else { 1 }
 }
 
+/// The most threads a run takes: four a core. The per-robot passes are work for the CPU, so more
+/// threads than that only wait, and each costs the OS a stack (`--threads 65535` under an
+/// address-space cap was a panic deep inside Bevy's task pool).
+pub fn max_threads() -> usize {
+    cores().saturating_mul(4).max(4)
+}
+
 /// Sets the threads every run of this process uses (`--threads N`, [`default_threads`] by
 /// default): the passes' thread count and the size of Bevy's compute pool, which Bevy itself
 /// would make a quarter of the cores or one thread. Call it before the first app is built (the
-/// pool is made once per process); 0 counts as 1.
-pub fn set_threads(n: usize) {
+/// pool is made once per process); 0 counts as 1. An error when `n` is more than
+/// [`max_threads`], or when the OS refuses a thread.
+pub fn set_threads(n: usize) -> Result<(), String> {
     let n = n.max(1);
+    if n > max_threads() {
+        return Err(format!(
+            "--threads {n}: this machine has {} cores, and a run takes at most {} threads (four a core)",
+            cores(),
+            max_threads()
+        ));
+    }
     THREADS.store(n, std::sync::atomic::Ordering::Relaxed);
-    bevy::tasks::ComputeTaskPool::get_or_init(|| {
-        bevy::tasks::TaskPoolBuilder::new().num_threads(n).thread_name("Compute Task Pool".into()).build()
+    if bevy::tasks::ComputeTaskPool::try_get().is_none() {
+        let pool = task_pool(n, "Compute Task Pool")?;
+        bevy::tasks::ComputeTaskPool::get_or_init(|| pool);
+    }
+    Ok(())
+}
+
+/// A task pool of `n` threads named `name`, or why the OS would not start them: Bevy's builder
+/// panics on a thread it cannot spawn, and the panic becomes this error (its message kept out
+/// of stderr while the pool is built).
+pub fn task_pool(n: usize, name: &str) -> Result<bevy::tasks::TaskPool, String> {
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let built = std::panic::catch_unwind(|| {
+        bevy::tasks::TaskPoolBuilder::new().num_threads(n).thread_name(name.to_string()).build()
     });
+    std::panic::set_hook(quiet);
+    built.map_err(|panic| {
+        let why = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+        format!("cannot start {n} threads: the system refused one ({})", why.unwrap_or("no reason given"))
+    })
 }
 
 impl Passes {

@@ -26,8 +26,8 @@ pub fn print_str(text: &str) {
 /// `println!` that ends quietly on a closed pipe (see the module's doc).
 #[macro_export]
 macro_rules! say {
-    () => { $crate::run::output::print_str("\n") };
-    ($($arg:tt)*) => { $crate::run::output::print_str(&format!("{}\n", format_args!($($arg)*))) };
+    () => { $crate::sim::output::print_str("\n") };
+    ($($arg:tt)*) => { $crate::sim::output::print_str(&format!("{}\n", format_args!($($arg)*))) };
 }
 
 #[cfg(test)]

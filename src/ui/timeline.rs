@@ -101,7 +101,8 @@ fn start(
     let meta = crate::record::run_meta(scene, &text, &path, &dir, overrides, !scene.comms.link, time.step);
     std::fs::create_dir_all("recordings").map_err(|e| format!("cannot create recordings/: {e}"))?;
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let file = PathBuf::from("recordings").join(format!("{}-{stamp}-step{}.mcap", scene.name, time.step));
+    let name = crate::scene::schema::file_token(&scene.name);
+    let file = PathBuf::from("recordings").join(format!("{name}-{stamp}-step{}.mcap", time.step));
     let sink = FileSink::create(&file, &meta)?;
     Ok((file, Box::new(sink)))
 }

@@ -79,6 +79,37 @@ pub fn run_env_bench(scene: SceneFile, worlds: usize, steps: u64, threads: usize
     Ok(EnvBench { worlds, robots, steps, wall_s: started.elapsed().as_secs_f64(), build_s })
 }
 
+/// The most robots `crsim envbench` builds, over all its worlds.
+pub const MAX_ENVBENCH_ROBOTS: usize = 1_000_000;
+
+/// `crsim envbench`: `worlds` worlds of [`bench_room`] with `robots` program robots each, stepped
+/// `steps` times on `threads` threads; prints env-steps and robot-steps per second. The exit code.
+pub fn envbench_command(worlds: usize, robots: usize, steps: u64, threads: usize) -> std::process::ExitCode {
+    use crate::say;
+    use std::process::ExitCode;
+    if worlds.saturating_mul(robots) > MAX_ENVBENCH_ROBOTS {
+        eprintln!("envbench: {worlds} worlds of {robots} robots is more than {MAX_ENVBENCH_ROBOTS} robots");
+        return ExitCode::from(2);
+    }
+    match run_env_bench(bench_room(robots), worlds, steps, threads) {
+        Ok(r) => {
+            say!("worlds: {}", r.worlds);
+            say!("robots: {}", r.robots);
+            say!("steps: {}", r.steps);
+            say!("threads: {threads}");
+            say!("build_s: {:.3}", r.build_s);
+            say!("wall_time_s: {:.3}", r.wall_s);
+            say!("env_steps_per_s: {:.0}", r.env_steps_per_s());
+            say!("robot_steps_per_s: {:.0}", r.robot_steps_per_s());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("envbench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,7 +46,7 @@ pub struct VecWorlds {
     shares: Vec<usize>,
     /// Worlds in all.
     worlds: usize,
-    /// Each world's next seed: its first is the seed given for it, each reset the next one.
+    /// Each world's next seed: its first is the seed given for it, each reset E (the worlds) more.
     seeds: Vec<u64>,
     /// Worlds whose episode ended at the last step (reset by the next one).
     ended: Vec<bool>,
@@ -108,6 +108,7 @@ impl VecWorlds {
             ));
         }
         alike(&specs)?;
+        observes_something(&spec)?;
         let obs_len: usize = spec.observation_sizes().iter().sum();
         // Worlds step on threads of their own, a share each; Bevy's compute pool (which its
         // parallel queries use) is made with one thread, or the worlds' systems would queue for
@@ -145,7 +146,10 @@ impl VecWorlds {
             batches,
             shares,
             worlds: e,
-            seeds: seeds.iter().map(|s| s.wrapping_add(1)).collect(),
+            // World i's k-th episode is seeded `seeds[i] + k·E`: no two episodes of a batch whose
+            // first seeds are consecutive share a seed (a step of 1 made world 0's second episode
+            // world 1's first).
+            seeds: seeds.iter().map(|s| s.wrapping_add(e as u64)).collect(),
             ended: vec![false; e],
             threads,
             pool: None,
@@ -181,7 +185,7 @@ impl VecWorlds {
     }
 
     /// Resets every world, with `seeds[i]` for world `i` when given (then each later reset of a
-    /// world takes its seed + 1, + 2, ...), else each with its next seed.
+    /// world takes its seed + E, + 2E, ... for E worlds), else each with its next seed.
     pub fn reset(&mut self, seeds: Option<&[u64]>) -> Result<(), String> {
         let all = vec![true; self.worlds];
         self.reset_at(&all, seeds)
@@ -210,7 +214,7 @@ impl VecWorlds {
         }
         let robots = self.robots;
         for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
-            self.seeds[i] = self.seeds[i].wrapping_add(1);
+            self.seeds[i] = self.seeds[i].wrapping_add(self.worlds as u64);
             self.ended[i] = false;
             self.rewards[i * robots..(i + 1) * robots].fill(0.0);
             self.terminated[i * robots..(i + 1) * robots].fill(false);
@@ -250,7 +254,7 @@ impl VecWorlds {
         }
         for (i, turn) in turns.iter().enumerate() {
             if matches!(turn, Turn::Reset(_)) {
-                self.seeds[i] = self.seeds[i].wrapping_add(1);
+                self.seeds[i] = self.seeds[i].wrapping_add(self.worlds as u64);
             }
             let o = &self.outcomes[i * robots..(i + 1) * robots];
             for (k, outcome) in o.iter().enumerate() {
@@ -411,6 +415,20 @@ impl Drop for Pool {
             unsafe { ManuallyDrop::drop(&mut self.threads) }
         }
     }
+}
+
+/// Checks that every driven robot observes at least one value: the parts asked for may give a
+/// robot none (`range` without a range sensor, `message` without a message size, or no parts).
+fn observes_something(spec: &EnvSpec) -> Result<(), String> {
+    let Some((name, _)) = spec.robots().into_iter().zip(spec.observation_sizes()).find(|(_, size)| *size == 0) else {
+        return Ok(());
+    };
+    let parts: Vec<&str> = spec.parts.iter().flatten().map(|p| observe::Part::name(*p)).collect();
+    Err(format!(
+        "robot {name} observes no values with the observation parts [{}]: name at least one part it has \
+         (range needs a range sensor, message a message_size above 0)",
+        parts.join(", ")
+    ))
 }
 
 /// Checks that every world of `specs` drives the robots of the first, with the same observation
@@ -582,8 +600,9 @@ mod tests {
         assert!(v.truncated.iter().chain(&v.terminated).all(|t| !t));
         assert!(v.rewards.iter().all(|&r| r == 0.0));
         assert_eq!(v.episode_steps(), vec![0, 0]);
-        // The new episodes' seeds are 12 and 21: the first observation of those worlds.
-        let fresh = VecWorlds::new(spec(3), &[12, 21], 1).unwrap();
+        // The new episodes' seeds are 11 + 2 and 20 + 2 (two worlds: each world's next is its
+        // last + 2, so no two episodes share one): the first observation of those worlds.
+        let fresh = VecWorlds::new(spec(3), &[13, 22], 1).unwrap();
         assert_eq!(v.observations, fresh.observations);
         assert_eq!(first.len(), v.observations.len());
         assert_eq!(v.hashes(), fresh.hashes());
@@ -619,6 +638,14 @@ mod tests {
         let e = VecWorlds::new(none, &[1], 1).err().unwrap();
         assert!(e.contains("has no program robots"), "{e}");
         assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
+        // Parts that give a robot nothing to observe (once a panic on a chunk size of 0).
+        let mut none = spec(10);
+        none.parts = Some(observe::Part::parse_list(["range"]).unwrap());
+        let e = VecWorlds::new(none.clone(), &[1], 1).err().unwrap();
+        assert!(e.contains("observes no values with the observation parts [range]"), "{e}");
+        none.parts = Some(vec![]);
+        let e = VecWorlds::new(none, &[1], 1).err().unwrap();
+        assert!(e.contains("observes no values with the observation parts []"), "{e}");
         let e = VecWorlds::new(spec(10), &vec![0; MAX_WORLDS + 1], 1).err().unwrap();
         assert_eq!(e, "65537 worlds is more than the 65536 one environment holds");
     }

@@ -89,6 +89,11 @@ impl Part {
         ("message", Part::Message),
     ];
 
+    /// The part's name, as the Python environments take it.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, p)| *p == self).map_or("?", |(n, _)| n)
+    }
+
     /// The parts named, in layout order; an unknown name is an error listing the known ones.
     pub fn parse_list<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec<Part>, String> {
         let mut parts = Vec::new();

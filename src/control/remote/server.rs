@@ -21,6 +21,8 @@ use bevy::log::warn;
 use serde_json::{Value, json};
 use tungstenite::Message;
 
+use crate::scene::schema::file_token;
+
 /// What the servers hand to the simulation.
 #[derive(Debug)]
 pub enum Inbound {
@@ -104,7 +106,7 @@ impl Endpoint {
             let (tx, stop, held, counters) = (tx.clone(), Arc::clone(&stop), Arc::clone(&held), Arc::clone(&counters));
             let name = robot.to_string();
             thread::Builder::new()
-                .name(format!("http-{robot}"))
+                .name(format!("http-{}", file_token(robot)))
                 .spawn(move || serve_http(http_listener, &name, tx, stop, held, counters))
                 .map_err(|e| e.to_string())?;
         }
@@ -112,7 +114,7 @@ impl Endpoint {
             let (stop, clients, counters) = (Arc::clone(&stop), Arc::clone(&clients), Arc::clone(&counters));
             let name = robot.to_string();
             thread::Builder::new()
-                .name(format!("ws-{robot}"))
+                .name(format!("ws-{}", file_token(robot)))
                 .spawn(move || serve_ws(ws_listener, &name, tx, stop, clients, counters))
                 .map_err(|e| e.to_string())?;
         }
