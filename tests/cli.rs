@@ -281,6 +281,53 @@ fn a_robot_named_with_a_nul_byte_is_refused_by_check_and_run() {
     }
 }
 
+/// `--threads` was taken up to 65,535, and a thread the OS refused was a panic inside Bevy's task
+/// pool: now more than four a core is refused, and a refused thread is an error. The OS refuses
+/// here because the run's user may have only a few processes (`prlimit --nproc`; root is exempt
+/// from that limit, so a root test runs crsim as `nobody`).
+#[test]
+fn too_many_threads_and_a_thread_the_os_refuses_are_errors() {
+    let out = crsim(&["bench", "--robots", "10", "--steps", "1", "--threads", "65535"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--threads 65535: this machine has"), "{}", text(&out));
+
+    let dir = temp_dir("nproc");
+    let bin = dir.join("crsim");
+    std::fs::copy(env!("CARGO_BIN_EXE_crsim"), &bin).unwrap();
+    for p in [&*dir, bin.as_path()] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let threads = crsim::sim::max_threads().to_string();
+    let args = [bin.to_str().unwrap(), "bench", "--robots", "300", "--steps", "1", "--threads", &threads];
+    let mut command = Command::new("prlimit");
+    command.arg("--nproc=2");
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { nix::libc::geteuid() } == 0 {
+        command.args(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]);
+    }
+    let out = command.args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains(&format!("cannot start {threads} threads: the system refused one")), "{}", text(&out));
+    assert!(!text(&out).contains("panicked"), "{}", text(&out));
+}
+
+/// `bench --robots 1000000` needed more than 4 GiB and died of a failed allocation where there
+/// was less: it is refused before the arena is built, with both figures.
+#[test]
+fn an_arena_larger_than_the_memory_allowed_is_refused_with_the_figures() {
+    let bin = env!("CARGO_BIN_EXE_crsim");
+    let out = Command::new("prlimit")
+        .args(["--as=2147483648", bin, "bench", "--robots", "1000000", "--steps", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--robots 1000000: the arena needs about 5.3 GiB, and this process may take"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn ports_that_cannot_be_opened_stop_a_run_with_their_names() {
     let dir = temp_dir("ports");

@@ -162,14 +162,15 @@ pub struct BenchCommand<'a> {
     pub serve: Option<&'a dyn Fn(&mut App) -> Result<(), String>>,
 }
 
-/// Bytes a benchmark robot takes at its peak, measured (peak RSS of `crsim bench --robots
-/// 100000 --steps 10`, less that of 1,000 robots, per robot): with rigid bodies, and the
-/// collectors' networks, and a range sensor's beams.
-const BYTES_PER_ROBOT: u64 = 4_600;
-const BYTES_PER_NETWORK_ROBOT: u64 = 9_000;
-const BYTES_PER_BEAM: u64 = 40;
-/// What the process takes besides its robots.
-const BASE_BYTES: u64 = 120 << 20;
+/// Bytes a benchmark robot takes at its peak, measured: the peak RSS of `crsim bench --robots
+/// 100000 --steps 10` less that of 1,000 robots, per robot — 5,627 bytes with rigid bodies,
+/// 8,745 as network collectors, 160 more with `--range 16` — rounded up. 300,000 robots then
+/// need 1.74 GB by this estimate, and took 1.72 GiB.
+const BYTES_PER_ROBOT: u64 = 5_700;
+const BYTES_PER_NETWORK_ROBOT: u64 = 8_800;
+const BYTES_PER_BEAM: u64 = 10;
+/// What the process takes besides its robots (36 MiB at 1,000 robots).
+const BASE_BYTES: u64 = 32 << 20;
 
 /// About the memory a benchmark arena of `robots` robots needs at its peak.
 pub fn bench_memory(robots: usize, options: BenchOptions) -> u64 {
