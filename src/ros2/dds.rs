@@ -112,14 +112,16 @@ pub fn qos(o: Offered) -> QosPolicies {
 /// newest kept.
 const DISCOVERY: Offered = Offered { reliable: true, latched: true, depth: 1 };
 
-/// The participant and the endpoints of the one ROS 2 node it holds.
+/// The participant and the endpoints of the one ROS 2 node it holds. Its fields are dropped in
+/// their order: the discovery writer and the publisher and subscriber before the participant they
+/// belong to.
 pub struct Participant {
-    dp: DomainParticipant,
+    discovery: Writer<ParticipantEntitiesInfo>,
     publisher: rustdds::Publisher,
     subscriber: rustdds::Subscriber,
+    dp: DomainParticipant,
     pub distro: RosDistro,
     node: (String, String),
-    discovery: Writer<ParticipantEntitiesInfo>,
     readers: Vec<GUID>,
     writers: Vec<GUID>,
 }

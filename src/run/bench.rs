@@ -46,7 +46,7 @@ pub fn bench_scene(robots: usize, seed: u64, network: bool) -> SceneFile {
 }
 
 /// What a benchmark run measured.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BenchResult {
     pub robots: usize,
     pub steps: u64,
@@ -59,6 +59,11 @@ pub struct BenchResult {
     pub botlink: RoundTiming,
     /// Wall time of each stage of the step.
     pub stages: StageTimes,
+    /// Seconds from the start to the first step: the arena built and loaded, and what `setup`
+    /// added (the ROS 2 bridge's endpoints).
+    pub setup_s: f64,
+    /// The run report's `ros2` section, when the bridge served (what it published and coalesced).
+    pub ros2: Option<serde_json::Value>,
 }
 
 /// Radio range of the benchmark robots with `--comms`, metres: about a dozen neighbours each.
@@ -118,9 +123,11 @@ pub fn run_bench_with(
     mut progress: impl FnMut(u64),
 ) -> BenchResult {
     let comms = options.comms;
+    let started = Instant::now();
     let scene = bench_arena(robots, seed, options);
     let mut app = headless_app(scene.clone(), SceneSource::Generated);
     setup(&mut app, &scene);
+    let setup_s = started.elapsed().as_secs_f64();
     // The running scene keeps its own copy (1.8 MB at 10,000 robots): not this one too.
     drop(scene);
     if comms {
@@ -134,6 +141,8 @@ pub fn run_bench_with(
     let wall = start.elapsed().as_secs_f64().max(1e-9);
     let deliveries = app.world().resource::<crate::sim::PerEnv<Radio>>().only().0.stats.delivered;
     let botlink = app.world().resource::<crate::sim::PerEnv<BotManager>>().only().timing;
+    let sections = app.world().get_resource::<crate::sim::ReportSections>().map(|s| s.0.clone()).unwrap_or_default();
+    let ros2 = sections.iter().filter_map(|f| f(app.world_mut())).find(|(k, _)| k == "ros2").map(|(_, v)| v);
     BenchResult {
         robots,
         steps,
@@ -143,6 +152,8 @@ pub fn run_bench_with(
         deliveries_per_s: deliveries as f64 / wall,
         botlink,
         stages: *app.world().resource::<StageTimes>(),
+        setup_s,
+        ros2,
     }
 }
 
@@ -270,6 +281,7 @@ fn print_result(r: &BenchResult, options: BenchOptions) {
     say!("steps: {}", r.steps);
     say!("wall_time_s: {:.3}", r.wall_time_s);
     say!("robot_steps_per_s: {:.0}", r.robot_steps_per_s);
+    say!("setup_s: {:.3}", r.setup_s);
     say!("physics: {}", if options.kinematic { "kinematic" } else { "rigid" });
     if options.comms {
         say!("deliveries: {}", r.deliveries);
@@ -282,6 +294,11 @@ fn print_result(r: &BenchResult, options: BenchOptions) {
     // Where a step's wall time went (all threads' work inside each stage).
     for (stage, ms) in r.stages.per_step_ms() {
         say!("stage_ms_{stage}: {ms:.3}");
+    }
+    if let Some(ros2) = &r.ros2 {
+        for key in ["published", "coalesced", "publish_errors", "publish_dropped"] {
+            say!("ros2_{key}: {}", ros2[key]);
+        }
     }
     let b = r.botlink;
     if b.rounds > 0 {
