@@ -199,6 +199,18 @@ fn run_dumps_a_robots_network() {
     );
 }
 
+/// A run of the collectors far longer than any test waits, its metrics to `json`.
+fn long_run(json: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_crsim"))
+        .args(["run", "scenes/collectors.ron", "--steps", "100000000", "--out"])
+        .arg(json)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_signal_stops_a_run_and_its_metrics_are_written_marked_interrupted() {
     use nix::sys::signal::{Signal, kill};
@@ -206,14 +218,7 @@ fn a_signal_stops_a_run_and_its_metrics_are_written_marked_interrupted() {
     let dir = temp_dir("signal");
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         let json = dir.join(format!("{signal}.json"));
-        let child = Command::new(env!("CARGO_BIN_EXE_crsim"))
-            .args(["run", "scenes/collectors.ron", "--steps", "100000000", "--out"])
-            .arg(&json)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = long_run(&json);
         std::thread::sleep(std::time::Duration::from_millis(2000));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let out = child.wait_with_output().unwrap();
@@ -237,14 +242,7 @@ fn a_repeated_signal_still_leaves_the_metrics_written() {
     use nix::unistd::Pid;
     let dir = temp_dir("signal-twice");
     let json = dir.join("m.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_crsim"))
-        .args(["run", "scenes/collectors.ron", "--steps", "100000000", "--out"])
-        .arg(&json)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = long_run(&json);
     std::thread::sleep(std::time::Duration::from_millis(2000));
     let pid = Pid::from_raw(child.id() as i32);
     for signal in [Signal::SIGTERM, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {

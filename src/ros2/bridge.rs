@@ -135,10 +135,16 @@ struct WriteCounts {
     dropped: AtomicU64,
 }
 
+/// Where a state sample waits: its robot (none for the world's topics) and its topic.
+type Route = (Option<usize>, &'static str);
+
 /// The samples handed over and not yet taken by the writer thread.
 #[derive(Default)]
 struct Pending {
     samples: Vec<Sample>,
+    /// Where each waiting state sample is in `samples`, made when a second step's samples come
+    /// before the writer took the first (it is behind) and kept until it takes them.
+    waiting: std::collections::HashMap<Route, usize>,
     closed: bool,
 }
 
@@ -150,17 +156,14 @@ impl Pending {
             self.samples = batch;
             return;
         }
-        let mut waiting: std::collections::HashMap<(Option<usize>, &'static str), usize> = self
-            .samples
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.superseded_by_newer())
-            .map(|(k, s)| ((s.route().0, s.route().1), k))
-            .collect();
+        if self.waiting.is_empty() {
+            let state = self.samples.iter().enumerate().filter(|(_, s)| s.superseded_by_newer());
+            self.waiting = state.map(|(k, s)| (route(s), k)).collect();
+        }
         for sample in batch {
-            let key = (sample.route().0, sample.route().1);
-            match waiting.get(&key) {
-                Some(&k) if sample.superseded_by_newer() => {
+            let state = sample.superseded_by_newer();
+            match self.waiting.get(&route(&sample)) {
+                Some(&k) if state => {
                     self.samples[k] = sample;
                     counts.coalesced.fetch_add(1, Ordering::Relaxed);
                 }
@@ -168,14 +171,25 @@ impl Pending {
                     counts.dropped.fetch_add(1, Ordering::Relaxed);
                 }
                 _ => {
-                    if sample.superseded_by_newer() {
-                        waiting.insert(key, self.samples.len());
+                    if state {
+                        self.waiting.insert(route(&sample), self.samples.len());
                     }
                     self.samples.push(sample);
                 }
             }
         }
     }
+
+    /// Everything waiting, for the writer thread.
+    fn take(&mut self) -> Vec<Sample> {
+        self.waiting.clear();
+        std::mem::take(&mut self.samples)
+    }
+}
+
+fn route(s: &Sample) -> Route {
+    let (robot, topic, _) = s.route();
+    (robot, topic)
 }
 
 /// The writer thread and what it is handed: a step's samples are handed over without waiting,
@@ -205,7 +219,7 @@ impl WriterThread {
                         if p.samples.is_empty() {
                             return;
                         }
-                        std::mem::take(&mut p.samples)
+                        p.take()
                     };
                     for sample in batch {
                         let counter =
