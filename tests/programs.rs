@@ -477,13 +477,16 @@ fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
     // Over TCP.
     let (mut child, mut out, addr) =
         common::serving_run(&["scenes/pens.ron", "--steps", &steps.to_string(), "--programs", "alpha"]);
-    let (mut p, hello, reply) = Prog::register(addr, json!([{"name": "alpha"}]));
+    let (mut p, hello, reply) = Prog::register(addr, json!([{"name": "alpha", "observation": true}]));
     assert_eq!(reply["robots"], json!(["alpha"]), "{reply}");
     let body = &hello["robots"][0];
     let (max_speed, max_turn) = (body["max_speed"].as_f64().unwrap() as f32, body["max_turn"].as_f64().unwrap() as f32);
+    let mut tcp_observations: Vec<Vec<f32>> = Vec::new();
     for _ in 0..steps {
         let f = p.step();
         let step = f["step"].as_u64().unwrap();
+        let values = f["robots"][0]["observation"].as_array().expect("an observation, as registered");
+        tcp_observations.push(values.iter().map(|v| v.as_f64().unwrap() as f32).collect());
         let [l, a, g] = pattern(step);
         let mut act = json!({"name": "alpha", "drive": [l * max_speed, a * max_turn]});
         if g != 0.0 {
@@ -515,11 +518,71 @@ fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
         let mut batch = EnvBatch::new(&spec, &seeds).unwrap();
         let mut outcomes = vec![RobotOutcome::default(); seeds.len()];
         let turns = vec![Turn::Step; seeds.len()];
+        let mut observation = vec![0.0; spec.observation_sizes().iter().sum()];
         for step in 0..steps {
+            // What the environment observes before each step is what the program read at it,
+            // value for value: both come from the sensor registry.
+            batch.observe(at, &mut observation);
+            assert_eq!(observation, tcp_observations[step as usize], "step {step}");
             let actions: Vec<f32> = seeds.iter().flat_map(|_| pattern(step)).collect();
             batch.advance(&turns, &actions, &mut outcomes).unwrap();
         }
         assert_eq!(batch.step_count(at), steps);
         assert_eq!(batch.hash(at), tcp_hash, "environment {at} of {}", seeds.len());
     }
+}
+
+#[test]
+fn every_registered_sensor_reaches_the_readings_hello_the_observation_and_the_inspector() {
+    use crsim::robot::registry::{Around, Carried, SensorRegistry};
+    use crsim::vecenv::observe::RobotView;
+    let mut scene = program_room();
+    scene.robots[0].range_sensor = Some(RangeSensorSpec { rays: 6, ..Default::default() });
+    let spec = scene.robots[0].clone();
+    let mut app = headless_app(scene, SceneSource::Generated);
+    let addr = server_addr(&app);
+    let (hello, step) = drive(&mut app, move || {
+        // Step 0 waits for every program robot.
+        let regs = json!([{"name": "a", "observation": true}, {"name": "b"}, {"name": "c"}]);
+        let (mut p, hello, _) = Prog::register(addr, regs);
+        (hello, p.step())
+    });
+    let sensors = app.world().resource::<SensorRegistry>().clone();
+    // The app's sensors are those readers use before a world is built.
+    assert_eq!(sensors.names(), crsim::run::standard_sensors().names());
+    let a = named(&mut app, "a");
+    let carried = app.world().get::<Carried>(a).expect("a robot carries its sensors").clone();
+    let offered = &hello["robots"][0]["sensors"];
+    let reading = &step["robots"][0];
+    assert!(step["robots"][1].get("observation").is_none(), "b did not ask for its observation");
+    let view = RobotView::new(&sensors, &spec, None, 0);
+    let name_of = |e: Entity| e.to_string();
+    let around = Around { arena: crsim::world::Arena { width: 4.0, height: 2.0 }, name_of: &name_of };
+    let inspected = sensors.inspect(&carried, &app.world().entity(a).into(), &around);
+    for (id, sensor) in sensors.iter() {
+        let name = sensor.name();
+        assert!(carried.0.contains(&id), "robot a does not carry {name}");
+        let listed = offered.as_array().unwrap().iter().find(|s| s["name"] == name);
+        let listed = listed.unwrap_or_else(|| panic!("hello does not list {name}: {offered}"));
+        for part in sensor.part_names() {
+            assert!(listed["parts"].as_array().unwrap().iter().any(|p| p["name"] == *part), "{name}: {listed}");
+            assert!(view.part_size(part) > 0, "the environment's observation has no {part} of {name}");
+        }
+        for field in sensor.reading_fields() {
+            assert!(reading.get(field).is_some(), "the reading has no {field} of {name}: {reading}");
+        }
+        let rows = inspected.iter().find(|(n, _)| n == name).map(|(_, rows)| rows.len());
+        assert!(rows.is_some_and(|n| n > 0), "the inspector shows nothing of {name}");
+    }
+    // The observation's size is the sum of the parts hello lists.
+    let listed: u64 = offered
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["parts"].as_array().unwrap().clone())
+        .map(|p| p["size"].as_u64().unwrap())
+        .sum();
+    assert_eq!(reading["observation"].as_array().unwrap().len() as u64, listed);
+    assert_eq!(listed as usize, view.size());
+    assert_eq!(view.size(), crsim::vecenv::observe::BASE + 6);
 }

@@ -332,7 +332,7 @@ pub(super) fn in_use(world: &mut World) -> bool {
 
 /// Polls every socket once per step; in lock-step, takes one packet of each robot and waits for
 /// those of online controllers (see [`UdpLockstep`]).
-pub(super) fn receive(
+pub fn receive(
     mut commands: Commands,
     time: Res<SimTime>,
     estop: Res<EmergencyStop>,

@@ -10,11 +10,14 @@
 pub mod delivery;
 pub mod model;
 pub mod radio;
+pub mod sensor;
 
 pub use radio::{CommAbilities, Payload, Radio, RadioIn, RadioLog, RadioOut, register_robot, restore_pairs};
 
 pub(super) fn plugin(app: &mut bevy::prelude::App) {
     radio::plugin(app);
+    let mut sensors = app.world_mut().get_resource_or_init::<crate::robot::registry::SensorRegistry>();
+    sensors.register_or_refuse(sensor::register);
 }
 
 pub use delivery::PlannedChunk;

@@ -1,6 +1,7 @@
 //! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
 //! a battery, a lamp, and four sensors (bump, camera, grip, power) and, when the scene gives it
-//! one, a range sensor. This floor knows only the
+//! one, a range sensor; every reader sees them through the sensor [`registry`] (declared in
+//! [`builtin`]). This floor knows only the
 //! body: controllers, skills, the bot link and the radio attach their own components when a
 //! robot is added. Controllers never touch the actuators: they hand skills to the skill system,
 //! whose commands reach [`DriveCommand`], [`GripCommand`] and [`LampState`] as packets through
@@ -14,8 +15,10 @@ use crate::scene::schema::RobotSpec;
 use crate::sim::{ActSystems, Env, FixedSense, Passes, RobotOrder, SenseSystems, SimSystems};
 use crate::world::{DiscRadius, PendingPhysics, Seeable, groups, transform2d};
 
+pub mod builtin;
 mod drive;
 mod gripper;
+pub mod registry;
 mod sensors;
 
 pub use drive::{AppliedDrive, Battery};
@@ -188,6 +191,7 @@ pub fn wrap_angle(a: f32) -> f32 {
 }
 
 pub(super) fn plugin(app: &mut App) {
+    app.world_mut().get_resource_or_init::<registry::SensorRegistry>().register_or_refuse(builtin::register);
     app.add_message::<BumpEvent>()
         .add_systems(
             FixedSense,
@@ -220,6 +224,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
     let body = if spec.outside.is_some() { RigidBody::KinematicPositionBased } else { RigidBody::Dynamic };
+    let carried = world.get_resource::<registry::SensorRegistry>().map(|r| r.carried(spec)).unwrap_or_default();
     // Its environment first: the observers of the parts below read it.
     let mut robot = world.spawn(env);
     if spec.outside.is_some() {
@@ -253,6 +258,7 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
         ),
         HomeDen(den),
         Odometry { last: pos, ..default() },
+        carried,
     ));
     if let Some(s) = &spec.range_sensor {
         robot.insert((RangeSensor::from(s), RangeScan::default()));

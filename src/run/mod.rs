@@ -40,3 +40,15 @@ impl Plugin for SimPlugin {
         crate::record::plugin(app);
     }
 }
+
+/// The sensors every crsim app registers (the body's and the radio's): the registry readers use
+/// before a world is built, such as `crsim.VecEnv`'s observation sizes.
+pub fn standard_sensors() -> &'static crate::robot::registry::SensorRegistry {
+    static SENSORS: std::sync::OnceLock<crate::robot::registry::SensorRegistry> = std::sync::OnceLock::new();
+    SENSORS.get_or_init(|| {
+        let mut sensors = crate::robot::registry::SensorRegistry::default();
+        sensors.register_or_refuse(crate::robot::builtin::register);
+        sensors.register_or_refuse(crate::comms::sensor::register);
+        sensors
+    })
+}

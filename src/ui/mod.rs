@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use bevy::ecs::system::SystemParam;
+use bevy::ecs::world::EntityRefExcept;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
@@ -18,17 +19,15 @@ use crate::control::programs::{Program, ProgramServer};
 use crate::control::remote::Remote;
 use crate::render::picture::{Theme, ViewOptions};
 use crate::render::{PanelWidth, Selection, WorldCamera};
-use crate::robot::{
-    AppliedDrive, Battery, BumpSensor, CameraView, DriveCommand, GripSensor, HomeDen, LampState, Odometry, PowerSensor,
-    Robot, pose,
-};
+use crate::robot::registry::{Around, Carried, SensorRegistry};
+use crate::robot::{DriveCommand, HomeDen, LampState, Robot};
 use crate::ros2::{Ros2Bridge, Ros2Request};
 use crate::run::hot_reload::reload_from;
 use crate::scene::schema::PhysicsMode;
 use crate::scene::{ActiveScene, PendingScene, SceneOverrides, SceneSource, SceneStatus};
 use crate::sim::{PerEnv, SimClock, SimTime, Speed, StepGate, TrajectoryHash};
 use crate::skills::{EmergencyStop, Executor, SkillGroup};
-use crate::world::{Boxed, Den, Pen, PenBox, Seeable, Sonar, Station};
+use crate::world::{Boxed, Den, Pen, PenBox, Sonar, Station};
 
 /// Text typed into the "open scene" field.
 #[derive(Resource, Default)]
@@ -66,7 +65,11 @@ pub fn plugin(app: &mut App) {
     app.init_resource::<OpenField>()
         .init_resource::<HelpOpen>()
         .add_systems(Update, keyboard_shortcuts)
-        .add_systems(EguiPrimaryContextPass, (egui_theme, control_panel, world_labels, help_window).chain());
+        .init_resource::<InspectedSensors>()
+        .add_systems(
+            EguiPrimaryContextPass,
+            (egui_theme, inspect_sensors, control_panel, world_labels, help_window).chain(),
+        );
 }
 
 /// A panel section that folds: its heading opens and closes it (open at first).
@@ -269,22 +272,30 @@ fn keyboard_shortcuts(
     }
 }
 
-/// Everything the inspector shows about one robot.
-type RobotView<'a> = (
-    &'a Name,
-    &'a Transform,
-    &'a Robot,
-    &'a DriveCommand,
-    &'a AppliedDrive,
-    &'a Battery,
-    &'a PowerSensor,
-    &'a CameraView,
-    &'a GripSensor,
-    &'a BumpSensor,
-    &'a Odometry,
-    &'a ControllerKind,
-    &'a HomeDen,
-);
+/// What the inspector shows about one robot beside its sensors.
+type RobotView<'a> = (&'a Name, &'a DriveCommand, &'a ControllerKind, &'a HomeDen);
+
+/// The selected robot's sensors as the inspector shows them: each sensor's rows under its name,
+/// from the sensor registry (read before the panel is drawn, which holds other robots' parts
+/// mutably).
+#[derive(Resource, Debug, Default)]
+struct InspectedSensors(Vec<(String, Vec<(String, String)>)>);
+
+fn inspect_sensors(
+    selection: Res<Selection>,
+    sensors: Res<SensorRegistry>,
+    arena: Res<crate::world::Arena>,
+    robots: Query<EntityRefExcept<InspectedSensors>, With<Robot>>,
+    names: Query<&Name>,
+    mut inspected: ResMut<InspectedSensors>,
+) {
+    inspected.0.clear();
+    let Some(robot) = selection.0.and_then(|e| robots.get(e).ok()) else { return };
+    let name_of = |e: Entity| name_of(&names, e);
+    let around = Around { arena: *arena, name_of: &name_of };
+    let carried = robot.get::<Carried>().cloned().unwrap_or_default();
+    inspected.0 = sensors.inspect(&carried, &(&robot).into(), &around);
+}
 
 /// What the panel shows and edits of the radio.
 #[derive(SystemParam)]
@@ -355,6 +366,7 @@ fn control_panel(
     mut radio_view: RadioView,
     mut record: timeline::RecordView,
     mut toggles: ViewToggles,
+    inspected: Res<InspectedSensors>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let mut root = egui::Ui::new(
@@ -410,7 +422,7 @@ fn control_panel(
             ui.separator();
             let selected = selection.0.and_then(|e| robots.get(e).ok().zip(bots.detail.get(e).ok()));
             let mut asked = Vec::new();
-            inspector(ui, selected, &names, &mut |action| asked.push(action));
+            inspector(ui, selected, &inspected.0, &names, &mut |action| asked.push(action));
             if let Some(bot) = selection.0 {
                 for action in asked {
                     bots.requests.write(LinkRequest { bot, action });
@@ -773,19 +785,15 @@ type LinkView<'a> = (&'a Executor, &'a BotLink, Option<&'a UdpEndpoint>, &'a Lam
 fn inspector(
     ui: &mut egui::Ui,
     robot: Option<(<RobotView as bevy::ecs::query::QueryData>::Item<'_, '_>, LinkView<'_>)>,
+    sensors: &[(String, Vec<(String, String)>)],
     names: &Query<&Name>,
     ask: &mut dyn FnMut(LinkAction),
 ) {
     fold(ui, "Inspector", |ui| {
-        let Some((
-            (name, t, robot, cmd, applied, battery, power, camera, grip, bump, odo, controller, den),
-            (executor, link, endpoint, lamp),
-        )) = robot
-        else {
+        let Some(((name, cmd, controller, den), (executor, link, endpoint, lamp))) = robot else {
             ui.label("Click a robot to inspect it.");
             return;
         };
-        let (p, heading) = pose(t);
         ui.label(egui::RichText::new(name.as_str()).strong());
         egui::Grid::new("robot").num_columns(2).show(ui, |ui| {
             let mut row = |k: &str, v: String| {
@@ -795,26 +803,7 @@ fn inspector(
             };
             row("controller", format!("{:?}", controller.0));
             row("den", den.0.map_or("none".into(), |d| name_of(names, d)));
-            row("pose", format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees()));
             row("command", format!("{:.2} m/s, {:.0}°/s", cmd.linear, cmd.angular.to_degrees()));
-            row("applied", format!("{:.2} m/s, {:.0}°/s", applied.linear, applied.angular.to_degrees()));
-            row("limits", format!("{:.2} m/s, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees()));
-            row(
-                "battery",
-                format!(
-                    "{:.1} / {:.0} ({:.0}%){}",
-                    battery.charge,
-                    battery.capacity,
-                    power.level * 100.0,
-                    if power.charging { ", charging" } else { "" }
-                ),
-            );
-            row("holding", grip.holding.map_or("nothing".into(), |e| name_of(names, e)));
-            row("pen in reach", grip.pen_in_reach.map_or("none".into(), |e| name_of(names, e)));
-            let touching: Vec<String> = bump.touching.iter().map(|&e| name_of(names, e)).collect();
-            row("bump", if touching.is_empty() { "clear".into() } else { touching.join(", ") });
-            row("collisions", odo.collisions.to_string());
-            row("distance", format!("{:.2} m", odo.distance));
             row("lamp", if lamp.on { "on".into() } else { "off".into() });
             let kind = match (link.external, link.outside) {
                 (true, _) => "external controller".to_string(),
@@ -833,6 +822,18 @@ fn inspector(
                 row(&format!("{} slot", group.name()), running);
             }
         });
+        // Every sensor the robot carries, as the registry's sensors show themselves.
+        egui::Grid::new("sensors").num_columns(2).show(ui, |ui| {
+            for (sensor, rows) in sensors {
+                ui.label(egui::RichText::new(sensor).strong());
+                ui.end_row();
+                for (k, v) in rows {
+                    ui.label(format!("  {k}"));
+                    ui.label(egui::RichText::new(v).monospace());
+                    ui.end_row();
+                }
+            }
+        });
         if link.managed {
             bot_link_controls(ui, link, ask);
         }
@@ -842,25 +843,6 @@ fn inspector(
                 egui::RichText::new(format!("  step {:>6}  {}  ({} bytes)", sent.step, sent.command(), sent.bytes))
                     .monospace()
                     .small(),
-            );
-        }
-        ui.label(format!("camera (step {}): {} seen", camera.step, camera.seen.len()));
-        for s in camera.seen.iter().take(12) {
-            let kind = match s.kind {
-                Seeable::Pen => "pen",
-                Seeable::Box => "box",
-                Seeable::Station => "station",
-                Seeable::Robot => "robot",
-            };
-            ui.label(
-                egui::RichText::new(format!(
-                    "  {kind:<7} {:<10} {:5.2} m {:+5.0}°",
-                    name_of(names, s.entity),
-                    s.distance,
-                    s.bearing.to_degrees()
-                ))
-                .monospace()
-                .small(),
             );
         }
     });

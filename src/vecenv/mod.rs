@@ -423,7 +423,7 @@ fn observes_something(spec: &EnvSpec) -> Result<(), String> {
     let Some((name, _)) = spec.robots().into_iter().zip(spec.observation_sizes()).find(|(_, size)| *size == 0) else {
         return Ok(());
     };
-    let parts: Vec<&str> = spec.parts.iter().flatten().map(|p| observe::Part::name(*p)).collect();
+    let parts: Vec<&str> = spec.parts.iter().flatten().map(String::as_str).collect();
     Err(format!(
         "robot {name} observes no values with the observation parts [{}]: name at least one part it has \
          (range needs a range sensor, message a message_size above 0)",
@@ -452,6 +452,10 @@ mod tests {
     use super::*;
     use crate::scene::SceneSource;
     use crate::scene::schema::{ControllerSpec, PenSpec, RangeSensorSpec, RobotSpec, SceneFile};
+
+    fn parse<const N: usize>(names: [&str; N]) -> Result<Vec<String>, String> {
+        observe::parse_parts(crate::run::standard_sensors(), names)
+    }
 
     /// A 4 x 3 m room with two program robots (one with a range sensor), an idle robot and pens.
     fn spec(max_steps: u64) -> EnvSpec {
@@ -640,7 +644,7 @@ mod tests {
         assert!(VecWorlds::new(spec(10), &[], 1).err().unwrap().contains("at least one world"));
         // Parts that give a robot nothing to observe (once a panic on a chunk size of 0).
         let mut none = spec(10);
-        none.parts = Some(observe::Part::parse_list(["range"]).unwrap());
+        none.parts = Some(parse(["range"]).unwrap());
         let e = VecWorlds::new(none.clone(), &[1], 1).err().unwrap();
         assert!(e.contains("observes no values with the observation parts [range]"), "{e}");
         none.parts = Some(vec![]);
@@ -749,7 +753,7 @@ mod tests {
     fn an_environment_observes_the_parts_it_names_in_layout_order() {
         let full = VecWorlds::new(spec(10), &[4], 1).unwrap();
         let mut sp = spec(10);
-        sp.parts = Some(observe::Part::parse_list(["range", "pose", "camera"]).unwrap());
+        sp.parts = Some(parse(["range", "pose", "camera"]).unwrap());
         assert_eq!(sp.observation_sizes(), [4 + 16 + 5, 4 + 16]);
         assert_eq!(sp.groups(), ["range5", "camera"]);
         let v = VecWorlds::new(sp, &[4], 1).unwrap();
@@ -758,12 +762,12 @@ mod tests {
         assert_eq!(v.observations, want);
         // Without the range part, a and b observe one layout: one group.
         let mut sp = spec(10);
-        sp.parts = Some(observe::Part::parse_list(["pose"]).unwrap());
+        sp.parts = Some(parse(["pose"]).unwrap());
         assert_eq!(
             (sp.observation_sizes(), sp.groups()),
             (vec![4, 4], vec!["camera".to_string(), "camera".to_string()])
         );
-        let e = observe::Part::parse_list(["pose", "lidar"]).unwrap_err();
+        let e = parse(["pose", "lidar"]).unwrap_err();
         assert_eq!(
             e,
             "observation part \"lidar\" is not one of pose, motion, battery, contact, gripper, camera, heard, range, message"

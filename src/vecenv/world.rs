@@ -6,13 +6,15 @@ use std::collections::HashSet;
 
 use bevy::prelude::*;
 
-use super::observe::{self, ObservedItem};
+use super::observe::{self, RobotView};
 use crate::comms::RadioIn;
 use crate::control::programs::protocol::{GripAction, OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
-use crate::robot::{Battery, Gripper, Odometry, RangeSensor, Robot, pose};
+use crate::robot::registry::Around;
+use crate::robot::{Battery, Gripper, Odometry, Robot, pose};
 use crate::run::headless::headless_app_with;
 use crate::run::load::load_env;
+use crate::run::standard_sensors;
 use crate::run::until::Until;
 use crate::scene::SceneSource;
 use crate::scene::schema::{ControllerSpec, RobotSpec, SceneFile};
@@ -134,8 +136,9 @@ pub struct EnvSpec {
     /// Values of the message vector each driven robot broadcasts with its action and hears, as
     /// the mean of those delivered to it, in its observation (0: none).
     pub message_size: usize,
-    /// The parts of the layout each robot observes, in layout order (`None`: all of them).
-    pub parts: Option<Vec<observe::Part>>,
+    /// The parts of the layout each robot observes, by name ([`observe::parse_parts`]; `None`:
+    /// all of them).
+    pub parts: Option<Vec<String>>,
 }
 
 impl EnvSpec {
@@ -170,25 +173,28 @@ impl EnvSpec {
 
     /// A driven robot's group: by the range beams it observes.
     fn group_of(&self, robot: &RobotSpec) -> String {
-        let observed = self.parts.as_ref().is_none_or(|p| p.contains(&observe::Part::Range));
-        group_name(if observed { beams(robot) } else { 0 })
+        group_name(self.view(robot).part_size("range"))
+    }
+
+    /// How a robot of the scene is observed, from the standard sensors.
+    fn view(&self, robot: &RobotSpec) -> RobotView {
+        RobotView::new(standard_sensors(), robot, self.parts.as_deref(), self.message_size)
+    }
+
+    /// How each driven robot is observed, in the order of [`EnvSpec::robots`].
+    pub fn views(&self) -> Vec<RobotView> {
+        self.driven().into_iter().map(|r| self.view(r)).collect()
     }
 
     /// Values of each driven robot's observation, in the order of [`EnvSpec::robots`].
     pub fn observation_sizes(&self) -> Vec<usize> {
-        let size = |r: &RobotSpec| observe::parts_size(self.parts.as_deref(), beams(r), self.message_size);
-        self.driven().into_iter().map(size).collect()
+        self.views().iter().map(RobotView::size).collect()
     }
 
     /// Values of each driven robot's action: [`ACTION_SIZE`] and its message vector's.
     pub fn action_size(&self) -> usize {
         ACTION_SIZE + self.message_size
     }
-}
-
-/// A robot's range beams (0 without a range sensor).
-fn beams(robot: &RobotSpec) -> usize {
-    robot.range_sensor.as_ref().map_or(0, |s| RangeSensor::from(s).rays as usize)
 }
 
 /// The group of robots that observe `beams` range beams: robots of one group observe the same
@@ -254,8 +260,8 @@ pub struct EnvBatch {
     world: World,
     /// The world's fixed schedules, held out of it.
     schedules: Option<StepSchedules>,
-    /// What observations read, kept: a query made anew scans every archetype.
-    observed: Option<QueryState<ObservedItem<'static>>>,
+    /// How each driven robot is observed, in the order of [`EnvSpec::robots`].
+    views: Vec<RobotView>,
     /// What counts read, kept likewise: one lookup of a robot for all of them.
     counted: Option<QueryState<CountedItem<'static>>>,
     /// A robot's whole observation, before the parts the environment observes are taken.
@@ -302,7 +308,7 @@ impl EnvBatch {
         let mut batch = EnvBatch {
             world,
             schedules: None,
-            observed: None,
+            views: spec.views(),
             counted: None,
             full: Vec::new(),
             spec: spec.clone(),
@@ -512,28 +518,15 @@ impl EnvBatch {
     /// Writes environment `i`'s driven robots' observations into `out`, one after the other
     /// (each of the size [`EnvSpec::observation_sizes`] gives).
     pub fn observe(&mut self, i: usize, out: &mut [f32]) {
-        let arena = *self.world.resource::<Arena>();
-        let q = self.observed.get_or_insert_with(|| self.world.query::<ObservedItem>());
-        let message = self.spec.message_size;
+        let name_of = |e: Entity| e.to_string();
+        let around = Around { arena: *self.world.resource::<Arena>(), name_of: &name_of };
+        let sensors = standard_sensors();
         let mut at = 0;
-        for r in &self.envs[i].robots {
-            let Ok(item) = q.get(&self.world, r.entity) else { continue };
-            let beams = item.9.map_or(0, |(s, _)| s.rays as usize);
-            let n = observe::size(item.9.map(|(s, _)| s), message);
-            at += match &self.spec.parts {
-                None => {
-                    observe::observe(item, &arena, &mut out[at..at + n]);
-                    n
-                }
-                Some(parts) => {
-                    // The whole observation, then the parts named.
-                    self.full.resize(n, 0.0);
-                    observe::observe(item, &arena, &mut self.full);
-                    let m = observe::parts_size(Some(parts), beams, message);
-                    observe::select(&self.full, parts, beams, message, &mut out[at..at + m]);
-                    m
-                }
-            };
+        for (r, view) in self.envs[i].robots.iter().zip(&self.views) {
+            let Ok(robot) = self.world.get_entity(r.entity) else { continue };
+            let n = view.size();
+            view.observe(sensors, &robot.into(), &around, &mut self.full, &mut out[at..at + n]);
+            at += n;
         }
     }
 

@@ -67,7 +67,8 @@ class BinaryStep(Step):
     their name fields index, ``messages`` the delivered messages (``robot`` indexes ``robots``).
     ``step[name]`` gives one robot's readings in the JSON encoding's shape."""
 
-    __slots__ = ("robots", "contacts", "detections", "sonar", "ranges", "names", "messages", "_rows", "_range_at")
+    __slots__ = ("robots", "contacts", "detections", "sonar", "ranges", "names", "messages", "_rows", "_range_at",
+                 "_extra", "_observations")
 
     def __init__(self, head, block):
         self.step = head["step"]
@@ -84,6 +85,8 @@ class BinaryStep(Step):
         tail = json.loads(block[at:]) if head["tail"] else {"names": [], "messages": []}
         self.names = tail["names"]
         self.messages = tail["messages"]
+        self._extra = {e["robot"]: e["sensors"] for e in tail.get("sensors", ())}
+        self._observations = {o["robot"]: o["values"] for o in tail.get("observations", ())}
         self._rows = None
 
     @property
@@ -119,6 +122,8 @@ class BinaryStep(Step):
             "boxed": int(r["boxed"]),
             "visited": int(r["visited"]),
             **({"range": self.range_of(i).tolist()} if r["beams"] else {}),
+            **({"sensors": self._extra[i]} if i in self._extra else {}),
+            **({"observation": self._observations[i]} if i in self._observations else {}),
         }
 
     def range_of(self, i):
@@ -194,16 +199,18 @@ class Client:
 
     # -- seed 000 -----------------------------------------------------------------------------
 
-    def register(self, robots, comm="both"):
+    def register(self, robots, comm="both", observation=False):
         """registerRobot: ``robots`` is a name, a list of names, or a dict name -> comm
-        (``"broadcast"``, ``"point_to_point"`` or ``"both"``). Returns the names registered;
-        raises ProtocolError naming every robot refused."""
+        (``"broadcast"``, ``"point_to_point"`` or ``"both"``). With ``observation=True`` each
+        reading carries the robot's observation vector (``reading["observation"]``), laid out as
+        ``hello``'s ``sensors`` list their parts: what ``crsim.VecEnv`` observes, made by the same
+        code. Returns the names registered; raises ProtocolError naming every robot refused."""
         if isinstance(robots, str):
             robots = [robots]
         if not isinstance(robots, dict):
             robots = {name: comm for name in robots}
-        self._send({"type": "register", "robots": [{"name": n, "comm": c} for n, c in robots.items()],
-                    "encoding": self.encoding})
+        regs = [{"name": n, "comm": c, **({"observation": True} if observation else {})} for n, c in robots.items()]
+        self._send({"type": "register", "robots": regs, "encoding": self.encoding})
         reply = self._next({"registered"})
         if reply is None:
             raise ProtocolError(f"crsim ended: {self.ended}")

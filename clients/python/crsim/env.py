@@ -2,12 +2,13 @@
 and a Gymnasium ``Env`` for a single robot. Both start crsim themselves (headless, on a free
 port) and step it in lock-step.
 
-Observation (float32, each in [-1, 1]): position over the arena's size, heading (cos, sin),
-applied linear and angular speed over the maxima, battery, charging, touching something,
-holding a pen, a pen in reach, then for the nearest pen, box, station and robot the camera sees:
-seen, distance over the camera's range, sin and cos of the bearing; then the count of messages
-delivered this step over 10; then, with ``message_size`` > 0, the mean of the message vectors
-heard this step.
+Observation (float32): the robot's observation as crsim makes it for ``crsim.VecEnv``, from
+its sensors through crsim's sensor registry (``reading["observation"]``: its parts and their
+bounds are what ``hello`` lists in each robot's ``sensors``; a robot of no kind has position,
+heading, speeds, battery, contact, gripper, the camera's nearest pen, box, station and robot, the
+messages heard, then its range beams if it has a range sensor), then, with ``message_size`` > 0,
+the mean of the message vectors heard this step. Each robot's space is its own: robots with and
+without a range sensor observe vectors of different sizes.
 
 Action (``action_format="box"``, the default): a float32 vector in [-1, 1] of 3 +
 ``message_size`` values — linear and angular speed as fractions of the maxima, the gripper
@@ -25,7 +26,6 @@ previous_reading, reading)``.
 """
 
 import functools
-import math
 
 import gymnasium
 import numpy as np
@@ -35,42 +35,28 @@ from pettingzoo import ParallelEnv
 from .client import Client
 from .launch import Crsim
 
-KINDS = ("pen", "box", "station", "robot")
-BASE_SIZE = 11 + 4 * len(KINDS) + 1
+#: Values a robot of no kind observes without a range sensor (and without messages).
+BASE_SIZE = 28
 
 
-def observe(reading, robot, arena, message_size=0):
-    """The observation vector of one reading (see the module's text)."""
-    obs = np.zeros(BASE_SIZE + message_size, dtype=np.float32)
-    x, y, heading = reading["pose"]
-    obs[0] = x / arena[0]
-    obs[1] = y / arena[1]
-    obs[2] = math.cos(heading)
-    obs[3] = math.sin(heading)
-    obs[4] = reading["speed"][0] / robot["max_speed"]
-    obs[5] = reading["speed"][1] / robot["max_turn"]
-    obs[6] = reading["battery"]
-    obs[7] = float(reading["charging"])
-    obs[8] = float(bool(reading["bump"]))
-    obs[9] = float(reading["grip"]["holding"] is not None)
-    obs[10] = float(reading["grip"]["in_reach"] is not None)
-    i = 11
-    for kind in KINDS:
-        seen = [d for d in reading["camera"] if d["kind"] == kind]
-        if seen:
-            d = min(seen, key=lambda d: d["distance"])
-            obs[i : i + 4] = (1.0, min(d["distance"] / robot["camera_range"], 1.0), math.sin(d["bearing"]),
-                              math.cos(d["bearing"]))
-        i += 4
-    messages = reading["messages"]
-    obs[i] = min(len(messages) / 10.0, 1.0)
-    if message_size:
-        vectors = [m["content"]["v"] for m in messages
-                   if isinstance(m["content"], dict) and len(m["content"].get("v", ())) == message_size]
-        if vectors:
-            obs[BASE_SIZE:] = np.clip(np.mean(np.asarray(vectors, dtype=np.float32), axis=0), -1.0, 1.0)
-    np.clip(obs, -1.0, 1.0, out=obs)
-    return obs
+def layout(robot):
+    """The parts of a robot's observation, from its ``hello`` entry: a list of (sensor, part
+    name, size, low, high), in the vector's order."""
+    return [(s["name"], p["name"], p["size"], p["low"], p["high"]) for s in robot["sensors"] for p in s["parts"]]
+
+
+def observe(reading, message_size=0):
+    """The observation vector of one reading: the robot's observation as crsim sent it, then the
+    mean of the message vectors of ``message_size`` values heard (zeros when none)."""
+    own = np.asarray(reading["observation"], dtype=np.float32)
+    if not message_size:
+        return own
+    heard = np.zeros(message_size, dtype=np.float32)
+    vectors = [m["content"]["v"] for m in reading["messages"]
+               if isinstance(m["content"], dict) and len(m["content"].get("v", ())) == message_size]
+    if vectors:
+        heard = np.clip(np.mean(np.asarray(vectors, dtype=np.float32), axis=0), -1.0, 1.0)
+    return np.concatenate((own, np.nan_to_num(heard, nan=0.0, posinf=0.0, neginf=0.0)))
 
 
 DEFAULT_WEIGHTS = {"boxed": 1.0, "visited": 0.01, "collisions": -0.1}
@@ -113,7 +99,8 @@ class CrsimParallelEnv(ParallelEnv):
         self.arena = hello["arena"]
         self.bodies = {r["name"]: r for r in hello["robots"]}
         self.possible_agents = [r["name"] for r in hello["robots"]]
-        self.client.register(self.possible_agents)
+        self.layouts = {r["name"]: layout(r) for r in hello["robots"]}
+        self.client.register(self.possible_agents, observation=True)
         self.agents = []
         self._step = None
         self._fresh = True
@@ -127,7 +114,10 @@ class CrsimParallelEnv(ParallelEnv):
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent):
-        return spaces.Box(-1.0, 1.0, (BASE_SIZE + self.message_size,), dtype=np.float32)
+        parts = self.layouts[agent]
+        low = [p[3] for p in parts for _ in range(p[2])] + [-1.0] * self.message_size
+        high = [p[4] for p in parts for _ in range(p[2])] + [1.0] * self.message_size
+        return spaces.Box(np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32), dtype=np.float32)
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent):
@@ -149,7 +139,7 @@ class CrsimParallelEnv(ParallelEnv):
         return a[:2], grip, (a[3:] if self.message_size else None)
 
     def _observations(self):
-        return {a: observe(self._step[a], self.bodies[a], self.arena, self.message_size) for a in self.agents}
+        return {a: observe(self._step[a], self.message_size) for a in self.agents}
 
     def reset(self, seed=None, options=None):
         if self._fresh and seed is None:

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use crsim::run::until::Until;
 use crsim::scene::{SceneOverrides, SceneSource, load_scene_file_with};
-use crsim::vecenv::observe::Part;
+use crsim::vecenv::observe;
 use crsim::vecenv::{ACTION_SIZE, Counts, EnvSpec, MAX_WORLDS, RewardWeights, VecWorlds};
 
 /// The worlds' many small allocations through mimalloc: about 15% more steps a second at 256
@@ -201,7 +201,7 @@ impl Worlds {
             return Err(value_error("max_steps: give at least 1"));
         }
         let parts = observation
-            .map(|names| Part::parse_list(names.iter().map(String::as_str)))
+            .map(|names| observe::parse_parts(crsim::run::standard_sensors(), names.iter().map(String::as_str)))
             .transpose()
             .map_err(value_error)?;
         if message_size > 64 {
@@ -349,7 +349,7 @@ struct WorldSettings {
     until: Option<Until>,
     rewards: RewardWeights,
     message_size: usize,
-    parts: Option<Vec<Part>>,
+    parts: Option<Vec<String>>,
 }
 
 /// Each world's spec: the scene file read with `programs` and its list of `sets` (the one list
@@ -401,6 +401,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ACTION_SIZE", ACTION_SIZE)?;
     m.add("OBSERVATION_BASE", crsim::vecenv::observe::BASE)?;
     m.add("COUNT_NAMES", Counts::NAMES.to_vec())?;
-    m.add("OBSERVATION_PARTS", Part::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>())?;
+    m.add("OBSERVATION_PARTS", observe::part_names(crsim::run::standard_sensors()))?;
     Ok(())
 }

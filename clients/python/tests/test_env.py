@@ -72,3 +72,33 @@ def test_the_example_collectors_box_every_pen(pens_scene, tmp_path):
     assert metrics["collect"]["pens_boxed"] == 8, metrics["collect"]
     # They claimed pens over the radio.
     assert metrics["comms"]["sent"] > 0, metrics["comms"]
+
+
+def test_the_tcp_environment_observes_what_vecenv_observes_range_beams_included():
+    """The TCP environment takes its layout and values from crsim (no copy of its own): a robot
+    with a 16-beam range sensor observes 28 + 16 values, equal to crsim.VecEnv's step by step."""
+    from conftest import SCENES
+    from crsim import VecEnv
+
+    reach = SCENES / "reach.ron"
+    env = CrsimParallelEnv(reach, max_steps=30)
+    vec = VecEnv(reach, num_envs=1, max_steps=30)
+    try:
+        parts = [(s["name"], [p["name"] for p in s["parts"]]) for s in env.client.hello["robots"][0]["sensors"]]
+        assert parts == [("pose", ["pose", "motion"]), ("battery", ["battery"]), ("bump", ["contact"]),
+                         ("gripper", ["gripper"]), ("camera", ["camera"]), ("radio", ["heard"]),
+                         ("range", ["range"])]
+        assert env.observation_space("alpha").shape == (BASE_SIZE + 16,)
+        obs, _ = env.reset(seed=5)
+        vobs, _ = vec.reset(seed=5)
+        assert env.observation_space("alpha").contains(obs["alpha"])
+        np.testing.assert_array_equal(obs["alpha"], vobs[0, 0])
+        for step in range(25):
+            # Powers of two: the speeds they ask for are exact both ways.
+            action = np.array([0.5, 0.25 if step < 12 else -0.5, 0.0], dtype=np.float32)
+            obs, *_ = env.step({"alpha": action})
+            vobs, *_ = vec.step(action.reshape(1, 1, 3))
+            np.testing.assert_array_equal(obs["alpha"], vobs[0, 0], err_msg=f"step {step}")
+    finally:
+        env.close()
+        vec.close()

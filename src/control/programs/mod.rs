@@ -17,10 +17,11 @@
 //! `reset` frame restarts the scene (optionally with another seed) and keeps the registrations.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bevy::ecs::query::QueryData;
 use bevy::ecs::system::SystemParam;
+use bevy::ecs::world::{EntityRefExcept, FilteredEntityRef};
 use bevy::prelude::*;
 use serde_json::json;
 
@@ -30,14 +31,12 @@ pub mod server;
 pub use protocol::{ClientFrame, Comm, ServerFrame};
 
 use self::protocol::{
-    Detection, GripAction, GripReading, InMessage, Offered, RangeBeams, Reading, Registration, RobotAction, RobotError,
-    SkillAction, SonarReading, Touch,
+    GripAction, Offered, RangeBeams, Reading, Registration, RobotAction, RobotError, SkillAction, SonarReading,
 };
 use self::server::{Closed, Connection, Listener, wait_readable};
-use crate::comms::{CommType, Payload, Radio, RadioIn, RadioOut, Target, register_robot, restore_pairs};
-use crate::robot::{
-    AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, Gripper, Odometry, RangeScan, RangeSensor, Robot, pose,
-};
+use crate::comms::{CommType, Payload, Radio, RadioOut, Target, register_robot, restore_pairs};
+use crate::robot::registry::{Around, Carried, Layout, SensorRegistry};
+use crate::robot::{RangeSensor, Robot, pose};
 use crate::scene::schema::{ControllerSpec, LatePolicy, ProgramsSpec};
 use crate::scene::{ActiveScene, PendingScene, SceneLoaded};
 use crate::sim::{Env, LoadSystems, PerEnv, RobotOrder, SimTime, StepGate, ThinkSystems, add_report_section};
@@ -45,7 +44,7 @@ use crate::skills::{
     Blink, Follow, Grip, Lamp, MoveAhead, MoveFor, MoveTo, Release, SkillFacade, SkillRequest, Stop, TurnBy, TurnFor,
     TurnTo, Velocity,
 };
-use crate::world::{Seeable, SonarEcho};
+use crate::world::{Arena, SonarEcho};
 
 /// A robot driven by an outside program.
 #[derive(Component, Debug, Default)]
@@ -62,6 +61,8 @@ pub struct Program {
     pending: Option<RobotAction>,
     stop: bool,
     visited: HashSet<(i32, i32)>,
+    /// Its observation's layout, when its program asked for observations.
+    observation: Option<Arc<Layout>>,
 }
 
 impl Program {
@@ -113,6 +114,8 @@ pub struct ProgramServer {
     next_id: u64,
     /// Registered robots: name → (connection, communication type).
     owners: BTreeMap<String, (u64, Comm)>,
+    /// The registered robots whose readings carry their observation.
+    observing: HashSet<String>,
     /// Every robot of the scene by name.
     entities: HashMap<String, Entity>,
     /// A reset asked for by a program, and the seed to announce once it is done.
@@ -155,7 +158,10 @@ pub(super) fn plugin(app: &mut App) {
             PreUpdate,
             (rejoin.run_if(on_message::<SceneLoaded>).in_set(LoadSystems::Rejoin), serve.in_set(LoadSystems::Serve)),
         )
-        .add_systems(FixedUpdate, exchange.in_set(ThinkSystems::Receive).in_set(ProgramExchange));
+        .add_systems(
+            FixedUpdate,
+            exchange.in_set(ThinkSystems::Receive).in_set(ProgramExchange).after(crate::botlink::udp::receive),
+        );
     add_report_section(app, report_section);
 }
 
@@ -163,6 +169,7 @@ pub(super) fn plugin(app: &mut App) {
 #[derive(SystemParam)]
 struct Registry<'w, 's> {
     active: Res<'w, ActiveScene>,
+    sensors: Res<'w, SensorRegistry>,
     radios: ResMut<'w, PerEnv<Radio>>,
     robots: Query<'w, 's, (Entity, &'static Robot, &'static Name, Option<&'static mut Program>, &'static Env)>,
 }
@@ -203,6 +210,12 @@ impl Registry<'_, '_> {
             restore_pairs(radio, &self.active.scene, &r.name);
             program.connection = Some(conn);
             program.comm = r.comm;
+            program.observation = r.observation.then(|| Arc::new(self.sensors.layout(spec)));
+            if r.observation {
+                server.observing.insert(r.name.clone());
+            } else {
+                server.observing.remove(&r.name);
+            }
             program.disconnected = false;
             program.stop = false;
             if server.owners.insert(r.name.clone(), (conn, r.comm)).is_none()
@@ -248,6 +261,7 @@ impl Registry<'_, '_> {
             server.owners.iter().filter(|(_, (c, _))| *c == conn).map(|(n, _)| n.clone()).collect();
         for name in names {
             server.owners.remove(&name);
+            server.observing.remove(&name);
             if let Some(radio) = self.radios.0.first_mut() {
                 let _ = radio.0.unregister(&name);
             }
@@ -336,7 +350,8 @@ fn rejoin(
         for name in std::mem::take(&mut c.robots) {
             let Some(&(_, comm)) = owners.get(&name) else { continue };
             if wanted.contains(&name) {
-                by_conn.entry(c.id).or_default().push(Registration { name, comm });
+                let observation = server.observing.contains(&name);
+                by_conn.entry(c.id).or_default().push(Registration { name, comm, observation });
             } else {
                 let error = format!("robot \"{name}\" is not in the new scene");
                 let _ =
@@ -365,7 +380,7 @@ fn serve(
     mut registry: Registry,
 ) {
     let server = &mut *server;
-    accept(server, &registry.active);
+    accept(server, &registry.active, &registry.sensors);
     let max = server.settings.max_frame_bytes;
     let mut closed: Vec<(u64, Closed)> = Vec::new();
     for i in 0..server.conns.len() {
@@ -412,7 +427,7 @@ fn serve(
 }
 
 /// Takes new connections: each gets `hello`, or an error when there are too many.
-fn accept(server: &mut ProgramServer, active: &ActiveScene) {
+fn accept(server: &mut ProgramServer, active: &ActiveScene, sensors: &SensorRegistry) {
     if let Some(listener) = &server.listener {
         let (accepted, errors) = listener.accept_all();
         if let Some(e) = errors.first() {
@@ -458,6 +473,7 @@ fn accept(server: &mut ProgramServer, active: &ActiveScene) {
                             period: sensor.period,
                         }
                     }),
+                    sensors: sensors.describe(r),
                 })
                 .collect();
             let hello = ServerFrame::Hello {
@@ -587,32 +603,11 @@ fn close(server: &mut ProgramServer, registry: &mut Registry, closed: Vec<(u64, 
     }
 }
 
-/// What a program robot's readings are made of.
-#[derive(QueryData)]
-struct Sensed {
-    entity: Entity,
-    name: &'static Name,
-    robot: &'static Robot,
-    transform: &'static Transform,
-    applied: &'static AppliedDrive,
-    battery: &'static Battery,
-    bump: &'static BumpSensor,
-    camera: &'static CameraView,
-    grip: &'static GripSensor,
-    gripper: &'static Gripper,
-    odometry: &'static Odometry,
-    inbox: &'static RadioIn,
-    range: Option<&'static RangeScan>,
-}
-
-fn kind_name(kind: Seeable) -> &'static str {
-    match kind {
-        Seeable::Pen => "pen",
-        Seeable::Box => "box",
-        Seeable::Station => "station",
-        Seeable::Robot => "robot",
-    }
-}
+/// What a program robot's readings are read from: every component of the robot but its
+/// [`Program`] (the registry's sensors read what they need). Resources are components too: those
+/// the exchange changes are left out as well, or the query would read them.
+type Sensed<'w, 's> =
+    Query<'w, 's, EntityRefExcept<'static, 'static, (Program, ProgramServer, Time<Fixed>, PerEnv<Radio>)>, With<Robot>>;
 
 /// The think stage's exchange, as seed 003's double-stepped get: each connection's readings out,
 /// the acts that came early taken, the others waited for (serving everyone else meanwhile), the
@@ -623,8 +618,9 @@ fn exchange(
     order: Res<RobotOrder>,
     mut fixed: ResMut<Time<Fixed>>,
     mut echoes: MessageReader<SonarEcho>,
-    sensed: Query<Sensed>,
+    sensed: Sensed,
     names: Query<&Name>,
+    arena: Res<Arena>,
     mut registry: Registry,
 ) {
     let server = &mut *server;
@@ -634,7 +630,8 @@ fn exchange(
     }
     let started = Instant::now();
     let name_of = |e: Entity| names.get(e).map_or_else(|_| e.to_string(), |n| n.to_string());
-    let frames = readings(&order, &mut registry, &sensed, &echoes, &name_of);
+    let around = Around { arena: *arena, name_of: &name_of };
+    let frames = readings(&order, &mut registry, &sensed, &echoes, &around);
     let mut closed: Vec<(u64, Closed)> = Vec::new();
     let waiting = send_steps(server, frames, time.step, time.seconds(), &mut closed);
     server.stats.encode_s += started.elapsed().as_secs_f64();
@@ -657,60 +654,51 @@ fn exchange(
 fn readings(
     order: &RobotOrder,
     registry: &mut Registry,
-    sensed: &Query<Sensed>,
+    sensed: &Sensed,
     echoes: &[SonarEcho],
-    name_of: &dyn Fn(Entity) -> String,
+    around: &Around,
 ) -> BTreeMap<u64, Vec<Reading>> {
     let mut frames: BTreeMap<u64, Vec<Reading>> = BTreeMap::new();
     for &e in &order.0 {
         let Ok((_, _, _, Some(mut program), _)) = registry.robots.get_mut(e) else { continue };
         let Some(conn) = program.connection else { continue };
         let Ok(r) = sensed.get(e) else { continue };
-        frames.entry(conn).or_default().push(reading(&r, &mut program, echoes, name_of));
+        let reading = reading(&registry.sensors, &FilteredEntityRef::from(&r), &mut program, echoes, around);
+        frames.entry(conn).or_default().push(reading);
     }
     frames
 }
 
-/// One robot's readings: what its sensors read this step and the messages delivered to it.
-fn reading(r: &SensedItem, program: &mut Program, echoes: &[SonarEcho], name_of: &dyn Fn(Entity) -> String) -> Reading {
-    let (p, heading) = pose(r.transform);
-    let cell = 2.0 * r.robot.radius;
-    program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
+/// One robot's readings: what each sensor it carries reads this step (and its observation, when
+/// asked for), the sonars that saw it, the cells it has visited.
+fn reading(
+    sensors: &SensorRegistry,
+    r: &FilteredEntityRef,
+    program: &mut Program,
+    echoes: &[SonarEcho],
+    around: &Around,
+) -> Reading {
+    if let (Some(t), Some(robot)) = (r.get::<Transform>(), r.get::<Robot>()) {
+        let (p, _) = pose(t);
+        let cell = 2.0 * robot.radius;
+        program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
+    }
+    let carried = r.get::<Carried>().cloned().unwrap_or_default();
+    let observation = program.observation.as_ref().map(|layout| {
+        let mut values = vec![0.0; layout.size];
+        sensors.observe(layout, r, around, &mut values);
+        values
+    });
     Reading {
-        name: r.name.to_string(),
-        pose: [p.x, p.y, heading],
-        speed: [r.applied.linear, r.applied.angular],
-        battery: r.battery.level(),
-        charging: r.battery.charging,
-        bump: r
-            .bump
-            .touching
-            .iter()
-            .zip(&r.bump.bearings)
-            .map(|(o, b)| Touch { with: name_of(*o), bearing: *b })
-            .collect(),
-        camera: r
-            .camera
-            .seen
-            .iter()
-            .map(|s| Detection {
-                kind: kind_name(s.kind),
-                name: name_of(s.entity),
-                distance: s.distance,
-                bearing: s.bearing,
-            })
-            .collect(),
-        grip: GripReading { holding: r.grip.holding.map(name_of), in_reach: r.grip.pen_in_reach.map(name_of) },
-        odometry: [r.odometry.distance, r.odometry.collisions as f32],
+        name: r.get::<Name>().map_or_else(|| r.id().to_string(), |n| n.to_string()),
+        sensors: sensors.read(&carried, r, around),
         sonar: echoes
             .iter()
-            .filter(|x| x.robot == r.entity)
-            .map(|x| SonarReading { sonar: name_of(x.sonar), distance: x.distance })
+            .filter(|x| x.robot == r.id())
+            .map(|x| SonarReading { sonar: (around.name_of)(x.sonar), distance: x.distance })
             .collect(),
-        messages: r.inbox.0.iter().map(InMessage::delivered).collect(),
-        boxed: r.gripper.boxed,
         visited: program.visited.len() as u32,
-        range: r.range.map(|scan| scan.distances.clone()),
+        observation,
     }
 }
 
@@ -801,7 +789,7 @@ fn wait_for_answers(
         }
         // New programs and those registering are served during a long wait too.
         if now.duration_since(served_at) >= SERVE_EVERY {
-            accept(server, &registry.active);
+            accept(server, &registry.active, &registry.sensors);
             serve_others(server, registry, &unanswered, actions, closed, max, timeout);
             served_at = now;
         }

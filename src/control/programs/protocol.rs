@@ -13,6 +13,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::robot::registry::{Detection, GripReading, InMessage, SensorInfo, SensorReading, Touch};
+
 /// The protocol's name in `hello`.
 pub const PROTOCOL: &str = "crsim-programs";
 /// The protocol's version in `hello`; a new version changes or removes fields.
@@ -56,6 +58,10 @@ pub struct Registration {
     pub name: String,
     #[serde(default)]
     pub comm: Comm,
+    /// Each of its readings carries its observation vector too (`observation`, laid out as
+    /// `hello`'s `sensors` list their parts): what `crsim.VecEnv` observes, made by the same code.
+    #[serde(default)]
+    pub observation: bool,
 }
 
 /// A skill for a robot's move or lamp group, as crsim's own controllers use them.
@@ -256,6 +262,9 @@ pub struct Offered {
     /// Its range sensor, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range_sensor: Option<RangeBeams>,
+    /// Every sensor it carries, in the order of its observation vector: each one's name, its
+    /// parts of the vector (name, size, bounds) and its settings, from the sensor registry.
+    pub sensors: Vec<SensorInfo>,
 }
 
 /// A range sensor's beams as ROS's `LaserScan` describes them: beam `k` looks `angle_min + k *
@@ -278,31 +287,6 @@ pub struct RobotError {
     pub error: String,
 }
 
-/// A body the robot touches.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Touch {
-    pub with: String,
-    /// Radians from the heading, positive to the left.
-    pub bearing: f32,
-}
-
-/// Something the camera sees.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Detection {
-    /// `pen`, `box`, `station` or `robot`.
-    pub kind: &'static str,
-    pub name: String,
-    pub distance: f32,
-    pub bearing: f32,
-}
-
-/// The grip sensor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GripReading {
-    pub holding: Option<String>,
-    pub in_reach: Option<String>,
-}
-
 /// A sonar that saw the robot enter its beam this step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SonarReading {
@@ -311,54 +295,19 @@ pub struct SonarReading {
     pub distance: f32,
 }
 
-/// A message delivered to the robot.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InMessage {
-    pub from: String,
-    /// The step it was sent at.
-    pub sent: u64,
-    /// Broadcast (true) or to this robot alone.
-    pub broadcast: bool,
-    pub content: Value,
-}
-
-impl InMessage {
-    /// A message the radio delivered, as programs (and ROS 2 nodes) read it.
-    pub fn delivered(m: &crate::comms::model::Message<crate::comms::Payload>) -> Self {
-        InMessage {
-            from: m.sender().to_string(),
-            sent: m.sent_step,
-            broadcast: m.receiver().is_none(),
-            content: m.content().to_json(),
-        }
-    }
-}
-
-/// One robot's readings for one step.
+/// One robot's readings for one step: what each of its sensors read ([`SensorReading`], the
+/// registry's readers), the world's sonars that saw it, and the cells it has visited.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Reading {
     pub name: String,
-    /// `[x m, y m, heading rad]`.
-    pub pose: [f32; 3],
-    /// The applied `[linear m/s, angular rad/s]` of the last step.
-    pub speed: [f32; 2],
-    /// Battery level, 0..1.
-    pub battery: f32,
-    pub charging: bool,
-    pub bump: Vec<Touch>,
-    pub camera: Vec<Detection>,
-    pub grip: GripReading,
-    /// `[metres travelled, collisions]`.
-    pub odometry: [f32; 2],
+    #[serde(flatten)]
+    pub sensors: SensorReading,
     pub sonar: Vec<SonarReading>,
-    pub messages: Vec<InMessage>,
-    /// Pens this robot dropped into boxes so far.
-    pub boxed: u32,
     /// Cells of the robot's diameter it has been in so far.
     pub visited: u32,
-    /// The range sensor's beams, metres, in the order of its angles (only for a robot with one).
+    /// Its observation vector, for a robot registered with `observation: true`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub range: Option<Vec<f32>>,
+    pub observation: Option<Vec<f32>>,
 }
 
 /// A frame from crsim.
@@ -454,7 +403,9 @@ fn kind_code(kind: &str) -> u32 {
 /// followed by R robot records, C contact records, D detection records, S sonar records, G
 /// range records, and B bytes of JSON
 /// `{"names":[...],"messages":[...]}` (names are what the records' name fields index; a
-/// message names its robot by index into the robots).
+/// message names its robot by index into the robots), with `"sensors":[{"robot":i,
+/// "sensors":{...}}]` for the readings of sensors outside the built-in set and
+/// `"observations":[{"robot":i,"values":[...]}]` for robots registered with `observation`.
 pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let mut names = Names::default();
     let mut robots: Vec<u8> = Vec::with_capacity(readings.len() * ROBOT_RECORD);
@@ -464,9 +415,10 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let put_u32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
     let put_i32 = |v: &mut Vec<u8>, x: i32| v.extend_from_slice(&x.to_le_bytes());
     let put_f32 = |v: &mut Vec<u8>, x: f32| v.extend_from_slice(&x.to_le_bytes());
-    for (i, r) in readings.iter().enumerate() {
-        let i = i as u32;
-        put_i32(&mut robots, names.id(&r.name));
+    let (mut extra, mut observations) = (Vec::new(), Vec::new());
+    for (i, reading) in readings.iter().enumerate() {
+        let (i, r) = (i as u32, &reading.sensors);
+        put_i32(&mut robots, names.id(&reading.name));
         for x in [r.pose[0], r.pose[1], r.pose[2], r.speed[0], r.speed[1], r.battery] {
             put_f32(&mut robots, x);
         }
@@ -475,7 +427,7 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
         put_i32(&mut robots, r.grip.in_reach.as_deref().map_or(-1, |n| names.id(n)));
         put_f32(&mut robots, r.odometry[0]);
         let beams = r.range.as_deref().unwrap_or_default();
-        for x in [r.odometry[1] as u32, r.boxed, r.visited, r.bump.len() as u32, beams.len() as u32] {
+        for x in [r.odometry[1] as u32, r.boxed, reading.visited, r.bump.len() as u32, beams.len() as u32] {
             put_u32(&mut robots, x);
         }
         for &d in beams {
@@ -495,7 +447,7 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
             put_f32(&mut detections, d.bearing);
             n_detections += 1;
         }
-        for e in &r.sonar {
+        for e in &reading.sonar {
             put_u32(&mut sonar, i);
             put_i32(&mut sonar, names.id(&e.sonar));
             put_f32(&mut sonar, e.distance);
@@ -506,8 +458,21 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
                 "robot": i, "from": m.from, "sent": m.sent, "broadcast": m.broadcast, "content": m.content
             }));
         }
+        if !r.sensors.is_empty() {
+            extra.push(serde_json::json!({ "robot": i, "sensors": r.sensors }));
+        }
+        if let Some(values) = &reading.observation {
+            observations.push(serde_json::json!({ "robot": i, "values": values }));
+        }
     }
-    let tail = serde_json::to_vec(&serde_json::json!({"names": names.list, "messages": messages})).unwrap_or_default();
+    let mut tail = serde_json::json!({"names": names.list, "messages": messages});
+    if !extra.is_empty() {
+        tail["sensors"] = serde_json::Value::Array(extra);
+    }
+    if !observations.is_empty() {
+        tail["observations"] = serde_json::Value::Array(observations);
+    }
+    let tail = serde_json::to_vec(&tail).unwrap_or_default();
     let head = serde_json::json!({
         "type": "step", "encoding": "binary", "step": step, "time": time, "robots": readings.len(),
         "contacts": n_contacts, "detections": n_detections, "sonar": n_sonar,
@@ -576,8 +541,8 @@ mod tests {
             f,
             Ok(ClientFrame::Register {
                 robots: vec![
-                    Registration { name: "a".into(), comm: Comm::Both },
-                    Registration { name: "b".into(), comm: Comm::Broadcast },
+                    Registration { name: "a".into(), comm: Comm::Both, observation: false },
+                    Registration { name: "b".into(), comm: Comm::Broadcast, observation: false },
                 ],
                 encoding: None,
             })
@@ -629,8 +594,7 @@ mod tests {
 
     #[test]
     fn binary_steps_have_fixed_records_and_a_names_table() {
-        let reading = Reading {
-            name: "a".into(),
+        let mut sensors = SensorReading {
             pose: [1.0, 2.0, 0.5],
             speed: [0.1, 0.2],
             battery: 0.75,
@@ -642,12 +606,18 @@ mod tests {
             ],
             grip: GripReading { holding: None, in_reach: Some("p1".into()) },
             odometry: [3.5, 2.0],
-            sonar: vec![],
             messages: vec![],
             boxed: 1,
-            visited: 7,
             range: Some(vec![0.5, 2.0, 3.0]),
+            sensors: Default::default(),
         };
+        sensors.sensors.insert("signal", serde_json::json!({"b": -40.0}));
+        let reading = Reading { name: "a".into(), sensors, sonar: vec![], visited: 7, observation: None };
+        let json: Value = serde_json::to_value(&reading).unwrap();
+        assert_eq!(
+            (&json["pose"], &json["visited"], &json["sensors"]["signal"]["b"]),
+            (&serde_json::json!([1.0, 2.0, 0.5]), &serde_json::json!(7), &serde_json::json!(-40.0))
+        );
         let bytes = binary_step(9, 0.18, &[reading]);
         let nl = bytes.iter().position(|b| *b == b'\n').unwrap();
         let head: Value = serde_json::from_slice(&bytes[..nl]).unwrap();
@@ -669,6 +639,7 @@ mod tests {
         assert_eq!((f(ranges), f(ranges + 4), f(ranges + 8)), (0.5, 2.0, 3.0));
         let tail: Value = serde_json::from_slice(&body[body.len() - tail_len..]).unwrap();
         assert_eq!(tail["names"], serde_json::json!(["a", "p1", "wallUp", "b"]));
+        assert_eq!(tail["sensors"], serde_json::json!([{"robot": 0, "sensors": {"signal": {"b": -40.0}}}]));
         let drive = [7u32.to_le_bytes(), 0.5f32.to_le_bytes(), (-1.0f32).to_le_bytes(), 1i32.to_le_bytes()].concat();
         assert_eq!(parse_drives(&drive), vec![DriveRecord { robot: 7, linear: 0.5, angular: -1.0, grip: 1 }]);
     }

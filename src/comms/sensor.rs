@@ -1,0 +1,69 @@
+//! The radio's sensor on the [`SensorRegistry`]: the messages delivered to the robot this step,
+//! counted in its observation (`heard`) and listed in its reading.
+
+use bevy::ecs::world::FilteredEntityRef;
+use serde_json::json;
+
+use super::RadioIn;
+use crate::robot::registry::{Around, InMessage, ObsPart, Sensor, SensorReading, SensorRegistry};
+use crate::scene::schema::RobotSpec;
+
+/// Messages beyond which the `heard` part reads 1.
+const HEARD_FULL: f32 = 10.0;
+
+/// Registers the radio's sensor.
+pub fn register(registry: &mut SensorRegistry) -> Result<(), String> {
+    registry.register(RadioSensor).map(|_| ())
+}
+
+impl InMessage {
+    /// A message the radio delivered, as programs (and ROS 2 nodes) read it.
+    pub fn delivered(m: &super::Message<super::Payload>) -> Self {
+        InMessage {
+            from: m.sender().to_string(),
+            sent: m.sent_step,
+            broadcast: m.receiver().is_none(),
+            content: m.content().to_json(),
+        }
+    }
+}
+
+/// The messages the radio delivered to the robot in the last communicate stage.
+struct RadioSensor;
+
+impl Sensor for RadioSensor {
+    fn name(&self) -> &'static str {
+        "radio"
+    }
+    fn about(&self) -> &'static str {
+        "the messages the radio delivered to the robot this step"
+    }
+    fn part_names(&self) -> &'static [&'static str] {
+        &["heard"]
+    }
+    fn reading_fields(&self) -> &'static [&'static str] {
+        &["messages"]
+    }
+    fn carried_by(&self, _: &RobotSpec) -> bool {
+        true
+    }
+    fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
+        vec![ObsPart::unit("heard", 1)]
+    }
+    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
+        out[0] = (r.get::<RadioIn>().map_or(0, |m| m.0.len()) as f32 / HEARD_FULL).min(1.0);
+    }
+    fn read(&self, r: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
+        if let Some(inbox) = r.get::<RadioIn>() {
+            reading.messages = inbox.0.iter().map(InMessage::delivered).collect();
+        }
+    }
+    fn describe(&self, robot: &RobotSpec) -> serde_json::Value {
+        let c = &robot.comms;
+        json!({ "range": c.range, "delay": c.delay, "probability": c.probability })
+    }
+    fn inspect(&self, r: &FilteredEntityRef, _: &Around, rows: &mut Vec<(String, String)>) {
+        let heard = r.get::<RadioIn>().map_or(0, |m| m.0.len());
+        rows.push(("heard".into(), format!("{heard} messages this step")));
+    }
+}

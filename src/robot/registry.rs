@@ -1,0 +1,450 @@
+//! Sensors declared once, read everywhere: the registry of sensors by name, as ARGoS registers
+//! its plugins (`REGISTER_SENSOR`), so that a sensor a crate outside `src/` adds is seen by
+//! every reader without a line of crsim changing.
+//!
+//! A [`Sensor`] says, for one robot that carries it: the parts of the observation vector it
+//! gives (names, sizes, bounds) and their values; its reading, one record in what a program
+//! robot reads each step; what the program protocol's `hello` says about it; the rows the app's
+//! inspector shows. Each floor registers the sensors it owns (the body's here, the radio's in
+//! `comms/`), and a user's plugin registers its own with [`RegisterSensor::register_sensor`].
+//!
+//! Every reader walks a robot's [`Carried`] sensors in order — `crsim.VecEnv`'s observation
+//! ([`Layout`]), the program protocol's readings and `hello`, the inspector — none lists
+//! sensors by hand. A robot of no kind carries [`DEFAULT_SENSORS`], in that order: that order
+//! is the observation layout every trained policy has seen, so it does not change.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bevy::ecs::world::FilteredEntityRef;
+use bevy::prelude::*;
+use serde::Serialize;
+
+use crate::scene::schema::RobotSpec;
+use crate::world::Arena;
+
+/// The sensors a robot of no kind carries, in the order of its observation: the body's pose
+/// and motion, battery, bump, gripper, camera, the radio's count of messages heard, and the
+/// range sensor when the scene gives it one.
+pub const DEFAULT_SENSORS: [&str; 7] = ["pose", "battery", "bump", "gripper", "camera", "radio", "range"];
+
+/// One part of a robot's observation vector: what `observation=[...]` names, how many values it
+/// has, and the bounds each value lies in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObsPart {
+    pub name: &'static str,
+    pub size: usize,
+    pub low: f32,
+    pub high: f32,
+}
+
+impl ObsPart {
+    /// A part of `size` values, each in [-1, 1] (every built-in part).
+    pub const fn unit(name: &'static str, size: usize) -> Self {
+        Self { name, size, low: -1.0, high: 1.0 }
+    }
+}
+
+/// What a sensor reader has beside the robot: the arena, and the names of other entities.
+pub struct Around<'a> {
+    pub arena: Arena,
+    /// The name of an entity (a pen, a box, another robot), as readings give it.
+    pub name_of: &'a dyn Fn(Entity) -> String,
+}
+
+/// A body the robot touches.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Touch {
+    pub with: String,
+    /// Radians from the heading, positive to the left.
+    pub bearing: f32,
+}
+
+/// Something the camera sees.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Detection {
+    /// `pen`, `box`, `station` or `robot`.
+    pub kind: &'static str,
+    pub name: String,
+    pub distance: f32,
+    pub bearing: f32,
+}
+
+/// The grip sensor.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GripReading {
+    pub holding: Option<String>,
+    pub in_reach: Option<String>,
+}
+
+/// A message the radio delivered to the robot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InMessage {
+    pub from: String,
+    /// The step it was sent at.
+    pub sent: u64,
+    /// Broadcast (true) or to this robot alone.
+    pub broadcast: bool,
+    pub content: serde_json::Value,
+}
+
+/// What a robot's sensors read in one step, as the program protocol sends it: the built-in
+/// sensors' records in their fields (the protocol's fixed fields, which its binary encoding
+/// packs), every other sensor's record under its name in `sensors`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SensorReading {
+    /// `[x m, y m, heading rad]`.
+    pub pose: [f32; 3],
+    /// The applied `[linear m/s, angular rad/s]` of the last step.
+    pub speed: [f32; 2],
+    /// Battery level, 0..1.
+    pub battery: f32,
+    pub charging: bool,
+    pub bump: Vec<Touch>,
+    pub camera: Vec<Detection>,
+    pub grip: GripReading,
+    /// `[metres travelled, collisions]`.
+    pub odometry: [f32; 2],
+    /// Pens this robot dropped into boxes so far.
+    pub boxed: u32,
+    /// The messages the radio delivered to it this step.
+    pub messages: Vec<InMessage>,
+    /// The range sensor's beams, metres, in the order of its angles (only for a robot with one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<Vec<f32>>,
+    /// The records of sensors registered outside the built-in set, by sensor name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sensors: BTreeMap<&'static str, serde_json::Value>,
+}
+
+/// A sensor as every reader sees it. Its methods get the robot as a [`FilteredEntityRef`] (a
+/// reader's query or `world.entity(e)` gives one) and read the components the sensor's own
+/// systems keep up to date in the sense stage.
+pub trait Sensor: Send + Sync + 'static {
+    /// The name scenes and every reader call it by.
+    fn name(&self) -> &'static str;
+
+    /// One line saying what it senses, for listings and errors.
+    fn about(&self) -> &'static str;
+
+    /// The names of every observation part it can give, whichever robot carries it (what
+    /// `observation=[...]` may name).
+    fn part_names(&self) -> &'static [&'static str];
+
+    /// The reading fields it writes (in [`SensorReading`]'s JSON), for the test that every
+    /// reader sees every sensor.
+    fn reading_fields(&self) -> &'static [&'static str];
+
+    /// Whether a robot of this spec carries it.
+    fn carried_by(&self, robot: &RobotSpec) -> bool;
+
+    /// The parts of the observation it gives a robot of this spec, in order.
+    fn parts(&self, robot: &RobotSpec) -> Vec<ObsPart>;
+
+    /// Writes its parts' values into `out` (exactly the sum of [`Sensor::parts`]' sizes).
+    fn observe(&self, robot: &FilteredEntityRef, around: &Around, out: &mut [f32]);
+
+    /// Writes its record into the robot's reading.
+    fn read(&self, robot: &FilteredEntityRef, around: &Around, reading: &mut SensorReading);
+
+    /// What the program protocol's `hello` says of it on a robot of this spec (its settings).
+    fn describe(&self, robot: &RobotSpec) -> serde_json::Value;
+
+    /// The rows the app's inspector shows for it: a label and a value each.
+    fn inspect(&self, robot: &FilteredEntityRef, around: &Around, rows: &mut Vec<(String, String)>);
+}
+
+/// A sensor's place in the [`SensorRegistry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SensorId(pub u16);
+
+/// Every sensor registered, by name, in the order registered.
+#[derive(Resource, Clone, Default)]
+pub struct SensorRegistry {
+    sensors: Vec<Arc<dyn Sensor>>,
+    /// Registrations refused (a name used twice): a run does not start while there are any.
+    refused: Vec<String>,
+}
+
+impl std::fmt::Debug for SensorRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.sensors.iter().map(|s| s.name())).finish()
+    }
+}
+
+impl SensorRegistry {
+    /// Adds a sensor; a name registered before is an error naming it.
+    pub fn register(&mut self, sensor: impl Sensor) -> Result<SensorId, String> {
+        let name = sensor.name();
+        if self.id(name).is_some() {
+            return Err(format!("a sensor named \"{name}\" is registered already"));
+        }
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!("sensor name \"{name}\": use letters, digits and _ only"));
+        }
+        if self.sensors.len() >= usize::from(u16::MAX) {
+            return Err(format!("sensor \"{name}\": the registry holds {} sensors already", self.sensors.len()));
+        }
+        self.sensors.push(Arc::new(sensor));
+        Ok(SensorId(self.sensors.len() as u16 - 1))
+    }
+
+    /// Registers the sensors `register` adds; one refused is kept in [`SensorRegistry::refused`]
+    /// (a floor's plugin registers its own sensors this way).
+    pub fn register_or_refuse(&mut self, register: impl FnOnce(&mut Self) -> Result<(), String>) {
+        if let Err(e) = register(self) {
+            error!("{e}");
+            self.refused.push(e);
+        }
+    }
+
+    /// The registrations an app's plugins made that were refused, each with its reason; a scene
+    /// does not load while there are any ([`RegisterSensor`] cannot return them).
+    pub fn refused(&self) -> &[String] {
+        &self.refused
+    }
+
+    /// The sensor registered under `name`.
+    pub fn id(&self, name: &str) -> Option<SensorId> {
+        self.sensors.iter().position(|s| s.name() == name).map(|i| SensorId(i as u16))
+    }
+
+    pub fn get(&self, id: SensorId) -> &dyn Sensor {
+        &*self.sensors[usize::from(id.0)]
+    }
+
+    /// Every sensor, in the order registered.
+    pub fn iter(&self) -> impl Iterator<Item = (SensorId, &dyn Sensor)> {
+        self.sensors.iter().enumerate().map(|(i, s)| (SensorId(i as u16), &**s))
+    }
+
+    /// The names of the sensors registered.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.sensors.iter().map(|s| s.name()).collect()
+    }
+
+    /// Every observation part name some sensor gives, each once: the default sensors' in the
+    /// order of a default robot's layout, then the others' in registration order.
+    pub fn part_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        let defaults = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n)).map(|id| self.get(id));
+        let others = self.sensors.iter().map(|s| &**s).filter(|s| !DEFAULT_SENSORS.contains(&s.name()));
+        for s in defaults.chain(others) {
+            for n in s.part_names() {
+                if !names.contains(n) {
+                    names.push(n);
+                }
+            }
+        }
+        names
+    }
+
+    /// The sensors a robot of this spec carries, in the order its readers walk them.
+    pub fn carried(&self, robot: &RobotSpec) -> Carried {
+        let ids = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n)).filter(|&id| self.get(id).carried_by(robot));
+        Carried(ids.collect())
+    }
+
+    /// A robot's observation layout: its carried sensors' parts, one after the other.
+    pub fn layout(&self, robot: &RobotSpec) -> Layout {
+        let mut layout = Layout::default();
+        for &id in self.carried(robot).0.iter() {
+            let parts = self.get(id).parts(robot);
+            let size: usize = parts.iter().map(|p| p.size).sum();
+            layout.sensors.push((id, layout.size..layout.size + size));
+            for part in parts {
+                layout.parts.push((part.clone(), layout.size..layout.size + part.size));
+                layout.size += part.size;
+            }
+        }
+        layout
+    }
+
+    /// Writes a robot's observation (exactly `layout.size` values) into `out`, each sensor its
+    /// span, each value then clamped to its part's bounds (a value that is not finite is 0).
+    pub fn observe(&self, layout: &Layout, robot: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        for (id, span) in &layout.sensors {
+            self.get(*id).observe(robot, around, &mut out[span.clone()]);
+        }
+        for (part, span) in &layout.parts {
+            for v in &mut out[span.clone()] {
+                *v = if v.is_finite() { v.clamp(part.low, part.high) } else { 0.0 };
+            }
+        }
+    }
+
+    /// A robot's reading: each sensor it carries writes its record.
+    pub fn read(&self, carried: &Carried, robot: &FilteredEntityRef, around: &Around) -> SensorReading {
+        let mut reading = SensorReading::default();
+        for &id in carried.0.iter() {
+            self.get(id).read(robot, around, &mut reading);
+        }
+        reading
+    }
+
+    /// The inspector's rows for a robot, each sensor's under its name.
+    pub fn inspect(
+        &self,
+        carried: &Carried,
+        robot: &FilteredEntityRef,
+        around: &Around,
+    ) -> Vec<(String, Vec<(String, String)>)> {
+        let mut out = Vec::new();
+        for &id in carried.0.iter() {
+            let sensor = self.get(id);
+            let mut rows = Vec::new();
+            sensor.inspect(robot, around, &mut rows);
+            out.push((sensor.name().to_string(), rows));
+        }
+        out
+    }
+
+    /// What the program protocol's `hello` says of a robot's sensors: each one's name, its
+    /// observation parts and its settings, in order.
+    pub fn describe(&self, robot: &RobotSpec) -> Vec<SensorInfo> {
+        let carried = self.carried(robot);
+        carried
+            .0
+            .iter()
+            .map(|&id| {
+                let s = self.get(id);
+                SensorInfo { name: s.name(), parts: s.parts(robot), settings: s.describe(robot) }
+            })
+            .collect()
+    }
+}
+
+/// One sensor of a robot, as `hello` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SensorInfo {
+    pub name: &'static str,
+    /// Its parts of the robot's observation vector, in order.
+    pub parts: Vec<ObsPart>,
+    pub settings: serde_json::Value,
+}
+
+/// The sensors a robot carries, in the order its readers walk them.
+#[derive(Component, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Carried(pub Arc<[SensorId]>);
+
+/// A robot's observation vector: each part and each sensor with the values it spans.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layout {
+    pub parts: Vec<(ObsPart, std::ops::Range<usize>)>,
+    pub sensors: Vec<(SensorId, std::ops::Range<usize>)>,
+    pub size: usize,
+}
+
+impl Layout {
+    /// The spans of the parts named (all of them when `None`), in layout order.
+    pub fn spans(&self, names: Option<&[String]>) -> Vec<std::ops::Range<usize>> {
+        let wanted = |p: &ObsPart| names.is_none_or(|n| n.iter().any(|n| n == p.name));
+        self.parts.iter().filter(|(p, _)| wanted(p)).map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Values in the parts named (all of them when `None`).
+    pub fn size_of(&self, names: Option<&[String]>) -> usize {
+        self.spans(names).iter().map(|s| s.len()).sum()
+    }
+}
+
+/// Registering a sensor in an app: what a plugin outside crsim calls.
+pub trait RegisterSensor {
+    /// Registers `sensor`. A name registered before is refused: the first sensor is kept, and
+    /// the app's scenes do not load, their error naming the sensor
+    /// ([`SensorRegistry::refused`]).
+    fn register_sensor(&mut self, sensor: impl Sensor) -> &mut Self;
+}
+
+impl RegisterSensor for App {
+    fn register_sensor(&mut self, sensor: impl Sensor) -> &mut Self {
+        let mut registry = self.world_mut().get_resource_or_init::<SensorRegistry>();
+        if let Err(e) = registry.register(sensor) {
+            error!("{e}");
+            registry.refused.push(e);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sensor of `n` values, all 7.0 (clamped to its bounds, [0, 5]).
+    struct Sevens(&'static str, usize);
+
+    impl Sensor for Sevens {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn about(&self) -> &'static str {
+            "sevens"
+        }
+        fn part_names(&self) -> &'static [&'static str] {
+            &["sevens"]
+        }
+        fn reading_fields(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn carried_by(&self, _: &RobotSpec) -> bool {
+            true
+        }
+        fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
+            vec![ObsPart { name: "sevens", size: self.1, low: 0.0, high: 5.0 }]
+        }
+        fn observe(&self, _: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
+            out.fill(7.0);
+        }
+        fn read(&self, _: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
+            reading.sensors.insert(self.0, serde_json::json!(7));
+        }
+        fn describe(&self, _: &RobotSpec) -> serde_json::Value {
+            serde_json::json!({})
+        }
+        fn inspect(&self, _: &FilteredEntityRef, _: &Around, rows: &mut Vec<(String, String)>) {
+            rows.push(("sevens".into(), "7".into()));
+        }
+    }
+
+    #[test]
+    fn a_name_registered_twice_or_not_a_word_is_refused_and_the_first_kept() {
+        let mut r = SensorRegistry::default();
+        assert_eq!(r.register(Sevens("camera", 2)), Ok(SensorId(0)));
+        assert_eq!(r.register(Sevens("camera", 3)).unwrap_err(), "a sensor named \"camera\" is registered already");
+        assert!(r.register(Sevens("two words", 1)).unwrap_err().contains("letters, digits and _ only"));
+        assert!(r.register(Sevens("", 1)).is_err());
+        assert_eq!(r.names(), ["camera"]);
+        let mut app = App::new();
+        app.register_sensor(Sevens("pose", 1)).register_sensor(Sevens("pose", 2));
+        let registry = app.world().resource::<SensorRegistry>();
+        assert_eq!((registry.names(), registry.refused().len()), (vec!["pose"], 1));
+    }
+
+    #[test]
+    fn a_layout_lays_the_default_sensors_out_in_their_order_and_clamps_to_each_parts_bounds() {
+        let mut r = SensorRegistry::default();
+        // Registered out of order, laid out in DEFAULT_SENSORS' order; "extra" is no default.
+        r.register(Sevens("bump", 2)).unwrap();
+        r.register(Sevens("extra", 1)).unwrap();
+        r.register(Sevens("pose", 3)).unwrap();
+        let spec = RobotSpec::new("a", 1.0, 1.0, 0.0);
+        let layout = r.layout(&spec);
+        assert_eq!(layout.sensors, vec![(SensorId(2), 0..3), (SensorId(0), 3..5)]);
+        assert_eq!(layout.size, 5);
+        assert_eq!(layout.size_of(Some(&["sevens".to_string()])), 5);
+        assert_eq!(layout.size_of(Some(&["other".to_string()])), 0);
+        let mut world = World::new();
+        let e = world.spawn_empty().id();
+        let name_of = |e: Entity| e.to_string();
+        let around = Around { arena: Arena { width: 1.0, height: 1.0 }, name_of: &name_of };
+        let mut out = vec![0.0; layout.size];
+        let robot = FilteredEntityRef::from(world.entity(e));
+        r.observe(&layout, &robot, &around, &mut out);
+        assert_eq!(out, [5.0; 5], "clamped to the part's bounds");
+        let reading = r.read(&r.carried(&spec), &robot, &around);
+        assert_eq!(reading.sensors.keys().copied().collect::<Vec<_>>(), ["bump", "pose"]);
+        assert_eq!(r.part_names(), ["sevens"]);
+    }
+}
