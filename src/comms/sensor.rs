@@ -1,11 +1,13 @@
 //! The radio's sensor on the [`SensorRegistry`]: the messages delivered to the robot this step,
 //! counted in its observation (`heard`) and listed in its reading.
 
+use bevy::ecs::query::QueryState;
 use bevy::ecs::world::FilteredEntityRef;
+use bevy::prelude::{Entity, World};
 use serde_json::json;
 
 use super::RadioIn;
-use crate::robot::registry::{Around, InMessage, ObsPart, Sensor, SensorReading, SensorRegistry};
+use crate::robot::registry::{Around, InMessage, ObsPart, Sensor, SensorObserver, SensorReading, SensorRegistry};
 use crate::scene::schema::RobotSpec;
 
 /// Messages beyond which the `heard` part reads 1.
@@ -51,7 +53,10 @@ impl Sensor for RadioSensor {
         vec![ObsPart::unit("heard", 1)]
     }
     fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        out[0] = (r.get::<RadioIn>().map_or(0, |m| m.0.len()) as f32 / HEARD_FULL).min(1.0);
+        out[0] = heard(r.get::<RadioIn>());
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        Some(Box::new(HeardObserver(QueryState::new(world))))
     }
     fn read(&self, r: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
         if let Some(inbox) = r.get::<RadioIn>() {
@@ -65,5 +70,19 @@ impl Sensor for RadioSensor {
     fn inspect(&self, r: &FilteredEntityRef, _: &Around, rows: &mut Vec<(String, String)>) {
         let heard = r.get::<RadioIn>().map_or(0, |m| m.0.len());
         rows.push(("heard".into(), format!("{heard} messages this step")));
+    }
+}
+
+/// The `heard` value of an inbox (none: nothing heard).
+fn heard(inbox: Option<&RadioIn>) -> f32 {
+    (inbox.map_or(0, |m| m.0.len()) as f32 / HEARD_FULL).min(1.0)
+}
+
+/// The radio sensor's observer: its query of the inboxes, kept.
+struct HeardObserver(QueryState<Option<&'static RadioIn>>);
+
+impl SensorObserver for HeardObserver {
+    fn observe(&mut self, world: &World, robot: Entity, _: &Around, out: &mut [f32]) {
+        out[0] = heard(self.0.get(world, robot).ok().flatten());
     }
 }

@@ -2,11 +2,14 @@
 //! battery, bump, gripper, camera and range. Each reads the components its sense system keeps
 //! (`sensors.rs`), and gives every reader what it gave before the registry, value for value.
 
+use bevy::ecs::query::{QueryState, ROQueryItem, ReadOnlyQueryData};
 use bevy::ecs::world::FilteredEntityRef;
 use bevy::prelude::*;
 use serde_json::json;
 
-use super::registry::{Around, Detection, GripReading, ObsPart, Sensor, SensorReading, SensorRegistry, Touch};
+use super::registry::{
+    Around, Detection, GripReading, ObsPart, Sensor, SensorObserver, SensorReading, SensorRegistry, Touch,
+};
 use super::{
     AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, Gripper, Odometry, RangeScan, RangeSensor, Robot,
     RobotCamera, pose,
@@ -23,6 +26,36 @@ pub fn register(registry: &mut SensorRegistry) -> Result<(), String> {
     registry.register(Camera)?;
     registry.register(Range)?;
     Ok(())
+}
+
+/// A sensor's observation as a function of the components one query reads, so that the
+/// observer `crsim.VecEnv` keeps and [`Sensor::observe`] give the same values.
+trait Values: Send + Sync + 'static {
+    type Data: ReadOnlyQueryData + 'static;
+    fn values(item: ROQueryItem<'_, '_, Self::Data>, around: &Around, out: &mut [f32]);
+}
+
+/// The observer of a [`Values`] sensor: its query, kept.
+struct Cached<V: Values>(QueryState<V::Data>);
+
+impl<V: Values> SensorObserver for Cached<V>
+where
+    QueryState<V::Data>: Send + Sync,
+{
+    fn observe(&mut self, world: &World, robot: Entity, around: &Around, out: &mut [f32]) {
+        match self.0.get(world, robot) {
+            Ok(item) => V::values(item, around, out),
+            Err(_) => out.fill(0.0),
+        }
+    }
+}
+
+/// The observer of a [`Values`] sensor in `world`.
+fn cached<V: Values>(world: &mut World) -> Option<Box<dyn SensorObserver>>
+where
+    QueryState<V::Data>: Send + Sync,
+{
+    Some(Box::new(Cached::<V>(QueryState::new(world))))
 }
 
 fn flag(b: bool) -> f32 {
@@ -65,17 +98,13 @@ impl Sensor for PoseSensor {
         vec![ObsPart::unit("pose", 4), ObsPart::unit("motion", 2)]
     }
     fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
-        let (Some(t), Some(robot), Some(applied)) = (r.get::<Transform>(), r.get::<Robot>(), r.get::<AppliedDrive>())
-        else {
-            return out.fill(0.0);
-        };
-        let (p, heading) = pose(t);
-        out[0] = p.x / around.arena.width;
-        out[1] = p.y / around.arena.height;
-        out[2] = heading.cos();
-        out[3] = heading.sin();
-        out[4] = applied.linear / robot.max_speed.max(f32::EPSILON);
-        out[5] = applied.angular / robot.max_turn.max(f32::EPSILON);
+        match (r.get::<Transform>(), r.get::<Robot>(), r.get::<AppliedDrive>()) {
+            (Some(t), Some(robot), Some(applied)) => Self::values((t, robot, applied), around, out),
+            _ => out.fill(0.0),
+        }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
         if let Some(t) = r.get::<Transform>() {
@@ -110,6 +139,20 @@ impl Sensor for PoseSensor {
     }
 }
 
+impl Values for PoseSensor {
+    type Data = (&'static Transform, &'static Robot, &'static AppliedDrive);
+    fn values(item: ROQueryItem<'_, '_, Self::Data>, around: &Around, out: &mut [f32]) {
+        let (t, robot, applied) = item;
+        let (p, heading) = pose(t);
+        out[0] = p.x / around.arena.width;
+        out[1] = p.y / around.arena.height;
+        out[2] = heading.cos();
+        out[3] = heading.sin();
+        out[4] = applied.linear / robot.max_speed.max(f32::EPSILON);
+        out[5] = applied.angular / robot.max_turn.max(f32::EPSILON);
+    }
+}
+
 /// The battery's level and whether it charges.
 struct BatterySensor;
 
@@ -132,10 +175,14 @@ impl Sensor for BatterySensor {
     fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
         vec![ObsPart::unit("battery", 2)]
     }
-    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        let Some(b) = r.get::<Battery>() else { return out.fill(0.0) };
-        out[0] = b.level();
-        out[1] = flag(b.charging);
+    fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        match r.get::<Battery>() {
+            Some(b) => Self::values(b, around, out),
+            None => out.fill(0.0),
+        }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
         if let Some(b) = r.get::<Battery>() {
@@ -153,6 +200,14 @@ impl Sensor for BatterySensor {
             let text = format!("{:.1} / {:.0} ({:.0}%){charging}", b.charge, b.capacity, b.level() * 100.0);
             rows.push(("battery".into(), text));
         }
+    }
+}
+
+impl Values for BatterySensor {
+    type Data = &'static Battery;
+    fn values(b: ROQueryItem<'_, '_, Self::Data>, _: &Around, out: &mut [f32]) {
+        out[0] = b.level();
+        out[1] = flag(b.charging);
     }
 }
 
@@ -178,8 +233,14 @@ impl Sensor for BumpContact {
     fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
         vec![ObsPart::unit("contact", 1)]
     }
-    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        out[0] = flag(r.get::<BumpSensor>().is_some_and(BumpSensor::is_touching));
+    fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        match r.get::<BumpSensor>() {
+            Some(b) => Self::values(b, around, out),
+            None => out.fill(0.0),
+        }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, around: &Around, reading: &mut SensorReading) {
         if let Some(b) = r.get::<BumpSensor>() {
@@ -199,6 +260,13 @@ impl Sensor for BumpContact {
             let touching: Vec<String> = b.touching.iter().map(|&e| (around.name_of)(e)).collect();
             rows.push(("bump".into(), if touching.is_empty() { "clear".into() } else { touching.join(", ") }));
         }
+    }
+}
+
+impl Values for BumpContact {
+    type Data = &'static BumpSensor;
+    fn values(b: ROQueryItem<'_, '_, Self::Data>, _: &Around, out: &mut [f32]) {
+        out[0] = flag(b.is_touching());
     }
 }
 
@@ -224,10 +292,14 @@ impl Sensor for GripperSensor {
     fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
         vec![ObsPart::unit("gripper", 2)]
     }
-    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        let grip = r.get::<GripSensor>().copied().unwrap_or_default();
-        out[0] = flag(grip.holding.is_some());
-        out[1] = flag(grip.pen_in_reach.is_some());
+    fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        match r.get::<GripSensor>() {
+            Some(g) => Self::values(g, around, out),
+            None => out.fill(0.0),
+        }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, around: &Around, reading: &mut SensorReading) {
         if let Some(g) = r.get::<GripSensor>() {
@@ -249,6 +321,14 @@ impl Sensor for GripperSensor {
         if let Some(g) = r.get::<Gripper>() {
             rows.push(("boxed".into(), g.boxed.to_string()));
         }
+    }
+}
+
+impl Values for GripperSensor {
+    type Data = &'static GripSensor;
+    fn values(grip: ROQueryItem<'_, '_, Self::Data>, _: &Around, out: &mut [f32]) {
+        out[0] = flag(grip.holding.is_some());
+        out[1] = flag(grip.pen_in_reach.is_some());
     }
 }
 
@@ -274,16 +354,14 @@ impl Sensor for Camera {
     fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
         vec![ObsPart::unit("camera", 4 * CAMERA_KINDS.len())]
     }
-    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        let (Some(view), Some(optics)) = (r.get::<CameraView>(), r.get::<RobotCamera>()) else {
-            return out.fill(0.0);
-        };
-        for (k, kind) in CAMERA_KINDS.iter().enumerate() {
-            out[4 * k..4 * k + 4].copy_from_slice(&match view.nearest(*kind) {
-                Some(s) => [1.0, (s.distance / optics.range).min(1.0), s.bearing.sin(), s.bearing.cos()],
-                None => [0.0; 4],
-            });
+    fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        match (r.get::<CameraView>(), r.get::<RobotCamera>()) {
+            (Some(view), Some(optics)) => Self::values((view, optics), around, out),
+            _ => out.fill(0.0),
         }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, around: &Around, reading: &mut SensorReading) {
         if let Some(view) = r.get::<CameraView>() {
@@ -313,6 +391,19 @@ impl Sensor for Camera {
     }
 }
 
+impl Values for Camera {
+    type Data = (&'static CameraView, &'static RobotCamera);
+    fn values(item: ROQueryItem<'_, '_, Self::Data>, _: &Around, out: &mut [f32]) {
+        let (view, optics) = item;
+        for (k, kind) in CAMERA_KINDS.iter().enumerate() {
+            out[4 * k..4 * k + 4].copy_from_slice(&match view.nearest(*kind) {
+                Some(s) => [1.0, (s.distance / optics.range).min(1.0), s.bearing.sin(), s.bearing.cos()],
+                None => [0.0; 4],
+            });
+        }
+    }
+}
+
 /// A 2D lidar's beams, for a robot the scene gives a range sensor.
 struct Range;
 
@@ -336,15 +427,14 @@ impl Sensor for Range {
         let rays = robot.range_sensor.as_ref().map_or(0, |s| s.rays as usize);
         vec![ObsPart::unit("range", rays)]
     }
-    fn observe(&self, r: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
-        let (Some(sensor), Some(scan)) = (r.get::<RangeSensor>(), r.get::<RangeScan>()) else {
-            return out.fill(1.0);
-        };
-        let mut beams = scan.distances.iter();
-        for o in out.iter_mut() {
-            // A scan not taken yet reads as nothing met.
-            *o = beams.next().map_or(1.0, |d| d / sensor.range);
+    fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+        match (r.get::<RangeSensor>(), r.get::<RangeScan>()) {
+            (Some(sensor), Some(scan)) => Self::values((sensor, scan), around, out),
+            _ => out.fill(0.0),
         }
+    }
+    fn observer(&self, world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        cached::<Self>(world)
     }
     fn read(&self, r: &FilteredEntityRef, _: &Around, reading: &mut SensorReading) {
         reading.range = r.get::<RangeScan>().map(|scan| scan.distances.clone());
@@ -369,6 +459,18 @@ impl Sensor for Range {
         if let Some((k, d)) = nearest {
             let angle = (first + step * k as f32).to_degrees();
             rows.push(("nearest beam".into(), format!("{d:.2} m at {angle:+.0}° (step {})", scan.step)));
+        }
+    }
+}
+
+impl Values for Range {
+    type Data = (&'static RangeSensor, &'static RangeScan);
+    fn values(item: ROQueryItem<'_, '_, Self::Data>, _: &Around, out: &mut [f32]) {
+        let (sensor, scan) = item;
+        let mut beams = scan.distances.iter();
+        for o in out.iter_mut() {
+            // A scan not taken yet reads as nothing met.
+            *o = beams.next().map_or(1.0, |d| d / sensor.range);
         }
     }
 }

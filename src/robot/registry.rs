@@ -152,6 +152,29 @@ pub trait Sensor: Send + Sync + 'static {
 
     /// The rows the app's inspector shows for it: a label and a value each.
     fn inspect(&self, robot: &FilteredEntityRef, around: &Around, rows: &mut Vec<(String, String)>);
+
+    /// A faster way to observe it in `world`, for readers that observe every step (`crsim.VecEnv`):
+    /// `None` (the default) has them call [`Sensor::observe`].
+    fn observer(&self, _world: &mut World) -> Option<Box<dyn SensorObserver>> {
+        None
+    }
+}
+
+/// What observes one sensor in one world step after step, made once by [`Sensor::observer`]: it
+/// keeps a query of the components the sensor reads, since looking each one up by type every
+/// step costs more than the reading itself. It gives exactly what [`Sensor::observe`] gives.
+pub trait SensorObserver: Send + Sync {
+    fn observe(&mut self, world: &World, robot: Entity, around: &Around, out: &mut [f32]);
+}
+
+/// Every registered sensor's observer for one world ([`SensorRegistry::observers`]).
+pub struct Observers(Vec<Option<Box<dyn SensorObserver>>>);
+
+/// Clamps each value of `out` to `[low, high]`; a value that is not finite becomes 0.
+fn clamp(out: &mut [f32], low: f32, high: f32) {
+    for v in out {
+        *v = if v.is_finite() { v.clamp(low, high) } else { 0.0 };
+    }
 }
 
 /// A sensor's place in the [`SensorRegistry`].
@@ -267,11 +290,36 @@ impl SensorRegistry {
         for (id, span) in &layout.sensors {
             self.get(*id).observe(robot, around, &mut out[span.clone()]);
         }
-        for (part, span) in &layout.parts {
-            for v in &mut out[span.clone()] {
-                *v = if v.is_finite() { v.clamp(part.low, part.high) } else { 0.0 };
+        layout.clamp(out);
+    }
+
+    /// Every sensor's observer in `world`, for [`SensorRegistry::observe_in`].
+    pub fn observers(&self, world: &mut World) -> Observers {
+        Observers(self.sensors.iter().map(|s| s.observer(world)).collect())
+    }
+
+    /// [`SensorRegistry::observe`] through the sensors' `observers` of `world` (each sensor
+    /// without one read by type).
+    pub fn observe_in(
+        &self,
+        observers: &mut Observers,
+        layout: &Layout,
+        world: &World,
+        robot: Entity,
+        around: &Around,
+        out: &mut [f32],
+    ) {
+        for (id, span) in &layout.sensors {
+            let out = &mut out[span.clone()];
+            match observers.0.get_mut(usize::from(id.0)).and_then(Option::as_mut) {
+                Some(observer) => observer.observe(world, robot, around, out),
+                None => match world.get_entity(robot) {
+                    Ok(r) => self.get(*id).observe(&r.into(), around, out),
+                    Err(_) => out.fill(0.0),
+                },
             }
         }
+        layout.clamp(out);
     }
 
     /// A robot's reading: each sensor it carries writes its record.
@@ -337,6 +385,17 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Clamps an observation to its parts' bounds (a value that is not finite becomes 0): in one
+    /// pass when every part is in [-1, 1], as every built-in part is.
+    pub fn clamp(&self, out: &mut [f32]) {
+        if self.parts.iter().all(|(p, _)| p.low == -1.0 && p.high == 1.0) {
+            return clamp(&mut out[..self.size], -1.0, 1.0);
+        }
+        for (part, span) in &self.parts {
+            clamp(&mut out[span.clone()], part.low, part.high);
+        }
+    }
+
     /// The spans of the parts named (all of them when `None`), in layout order.
     pub fn spans(&self, names: Option<&[String]>) -> Vec<std::ops::Range<usize>> {
         let wanted = |p: &ObsPart| names.is_none_or(|n| n.iter().any(|n| n == p.name));

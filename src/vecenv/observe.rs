@@ -24,11 +24,10 @@
 
 use std::ops::Range;
 
-use bevy::ecs::world::FilteredEntityRef;
 use bevy::prelude::*;
 
 use crate::comms::{Payload, RadioIn};
-use crate::robot::registry::{Around, Layout, SensorRegistry};
+use crate::robot::registry::{Around, Layout, Observers, SensorRegistry};
 use crate::scene::schema::RobotSpec;
 
 /// Values of a robot of no kind before its range beams.
@@ -97,22 +96,26 @@ impl RobotView {
         self.layout.parts.iter().filter(|(p, s)| p.name == name && observed(s)).map(|(_, s)| s.len()).sum()
     }
 
-    /// Writes the robot's observation (exactly [`RobotView::size`] values) into `out`; `full`
-    /// is room for its whole layout when only some parts are observed.
+    /// Writes the robot's observation (exactly [`RobotView::size`] values) into `out`, through
+    /// the sensors' `observers` of `world`; `full` is room for its whole layout when only some
+    /// parts are observed.
+    #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &self,
         sensors: &SensorRegistry,
-        robot: &FilteredEntityRef,
+        observers: &mut Observers,
+        world: &World,
+        robot: Entity,
         around: &Around,
         full: &mut Vec<f32>,
         out: &mut [f32],
     ) {
         let n = self.layout.size;
         if self.whole {
-            sensors.observe(&self.layout, robot, around, &mut out[..n]);
+            sensors.observe_in(observers, &self.layout, world, robot, around, &mut out[..n]);
         } else {
             full.resize(n, 0.0);
-            sensors.observe(&self.layout, robot, around, full);
+            sensors.observe_in(observers, &self.layout, world, robot, around, full);
             let mut at = 0;
             for span in &self.spans {
                 out[at..at + span.len()].copy_from_slice(&full[span.clone()]);
@@ -122,7 +125,7 @@ impl RobotView {
         let at = out.len() - self.message;
         let message = &mut out[at..];
         if !message.is_empty() {
-            mean_message(robot.get::<RadioIn>(), message);
+            mean_message(world.get::<RadioIn>(robot), message);
         }
     }
 }
@@ -201,9 +204,14 @@ mod tests {
         assert_eq!(view.size(), BASE + 3);
         let name_of = |e: Entity| e.to_string();
         let around = Around { arena: Arena { width: 4.0, height: 2.0 }, name_of: &name_of };
+        let mut observers = sensors.observers(&mut world);
         let mut out = vec![9.0; view.size()];
-        let robot = FilteredEntityRef::from(world.entity(e));
-        view.observe(sensors, &robot, &around, &mut Vec::new(), &mut out);
+        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut out);
+        // The same values read by type, as the program protocol's `observation` reads them.
+        let mut by_type = vec![9.0; view.size()];
+        let robot = bevy::ecs::world::FilteredEntityRef::from(world.entity(e));
+        sensors.observe(&view.layout, &robot, &around, &mut by_type);
+        assert_eq!(by_type, out);
         let near = |a: f32, b: f32| (a - b).abs() < 1e-6;
         assert!(near(out[0], 0.25) && near(out[1], 0.25), "{out:?}");
         assert!(near(out[2], 0.0) && near(out[3], 1.0), "facing up: {out:?}");
@@ -220,7 +228,7 @@ mod tests {
         let view = RobotView::new(sensors, &spec, Some(&parts), 2);
         assert_eq!((view.size(), view.part_size("range"), view.part_size("camera")), (4 + 3 + 2, 3, 0));
         let mut some = vec![9.0; view.size()];
-        view.observe(sensors, &robot, &around, &mut Vec::new(), &mut some);
+        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut some);
         assert_eq!(&some[..4], &out[..4]);
         assert_eq!(&some[4..7], &out[28..]);
         assert_eq!(&some[7..], &[0.0, 0.0], "no messages heard");

@@ -10,7 +10,7 @@ use super::observe::{self, RobotView};
 use crate::comms::RadioIn;
 use crate::control::programs::protocol::{GripAction, OutMessage, RobotAction};
 use crate::control::programs::{InProcess, Program};
-use crate::robot::registry::Around;
+use crate::robot::registry::{Around, Observers};
 use crate::robot::{Battery, Gripper, Odometry, Robot, pose};
 use crate::run::headless::headless_app_with;
 use crate::run::load::load_env;
@@ -262,6 +262,8 @@ pub struct EnvBatch {
     schedules: Option<StepSchedules>,
     /// How each driven robot is observed, in the order of [`EnvSpec::robots`].
     views: Vec<RobotView>,
+    /// The sensors' observers of this world.
+    observers: Observers,
     /// What counts read, kept likewise: one lookup of a robot for all of them.
     counted: Option<QueryState<CountedItem<'static>>>,
     /// A robot's whole observation, before the parts the environment observes are taken.
@@ -305,7 +307,9 @@ impl EnvBatch {
         world.run_schedule(PreUpdate);
         // One scene, reset again and again, never recorded: what it does not use now it never will.
         drop_unused_systems(&mut world);
+        let observers = standard_sensors().observers(&mut world);
         let mut batch = EnvBatch {
+            observers,
             world,
             schedules: None,
             views: spec.views(),
@@ -523,9 +527,9 @@ impl EnvBatch {
         let sensors = standard_sensors();
         let mut at = 0;
         for (r, view) in self.envs[i].robots.iter().zip(&self.views) {
-            let Ok(robot) = self.world.get_entity(r.entity) else { continue };
             let n = view.size();
-            view.observe(sensors, &robot.into(), &around, &mut self.full, &mut out[at..at + n]);
+            let out = &mut out[at..at + n];
+            view.observe(sensors, &mut self.observers, &self.world, r.entity, &around, &mut self.full, out);
             at += n;
         }
     }
