@@ -185,7 +185,7 @@ pub struct SensorId(pub u16);
 #[derive(Resource, Clone, Default)]
 pub struct SensorRegistry {
     sensors: Vec<Arc<dyn Sensor>>,
-    /// Registrations refused (a name used twice): a run does not start while there are any.
+    /// Registrations refused (a name used twice), each with its reason.
     refused: Vec<String>,
 }
 
@@ -222,8 +222,8 @@ impl SensorRegistry {
         }
     }
 
-    /// The registrations an app's plugins made that were refused, each with its reason; a scene
-    /// does not load while there are any ([`RegisterSensor`] cannot return them).
+    /// The registrations an app's plugins made that were refused, each with its reason (each is
+    /// logged as an error too: [`RegisterSensor`] cannot return them).
     pub fn refused(&self) -> &[String] {
         &self.refused
     }
@@ -411,8 +411,7 @@ impl Layout {
 /// Registering a sensor in an app: what a plugin outside crsim calls.
 pub trait RegisterSensor {
     /// Registers `sensor`. A name registered before is refused: the first sensor is kept, and
-    /// the app's scenes do not load, their error naming the sensor
-    /// ([`SensorRegistry::refused`]).
+    /// the refusal is logged as an error and kept in [`SensorRegistry::refused`].
     fn register_sensor(&mut self, sensor: impl Sensor) -> &mut Self;
 }
 
