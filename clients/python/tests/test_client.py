@@ -114,3 +114,31 @@ def test_a_range_sensor_reads_the_same_in_json_and_binary_frames(run, pens_scene
         assert "range" not in b["beta"] and b.ranges.size == 0
         json_client.act()
         binary_client.act()
+
+
+def test_an_observation_asked_for_comes_the_same_in_json_and_binary_frames(run, pens_scene):
+    """A robot registered with observation=True reads its observation vector (the layout hello's
+    sensors give), in both encodings; one registered without does not."""
+    sim = run(pens_scene, programs=TWO, args=["--set", "robots[alpha].range_sensor=(rays: 8, fov: 360.0, range: 2.5)"])
+    json_client = Client(sim.host, sim.port)
+    offered = {r["name"]: r for r in json_client.hello["robots"]}
+    size = {name: sum(p["size"] for s in r["sensors"] for p in s["parts"]) for name, r in offered.items()}
+    assert size == {"alpha": 28 + 8, "beta": 28}
+    json_client.register(["alpha"], observation=True)
+    binary_client = Client(sim.host, sim.port, encoding="binary")
+    binary_client.register(["beta"], observation=True)
+    plain_client = Client(sim.host, sim.port)
+    json_steps, binary_steps = json_client.steps(), binary_client.steps()
+    for _ in range(5):
+        a, b = next(json_steps), next(binary_steps)
+        assert a.step == b.step
+        alpha, beta = a["alpha"]["observation"], b["beta"]["observation"]
+        assert len(alpha) == size["alpha"] and len(beta) == size["beta"]
+        assert all(-1.0 <= v <= 1.0 for v in alpha + beta)
+        # The observation's pose part is the reading's pose over the arena's size.
+        x, y, _ = a["alpha"]["pose"]
+        width, height = json_client.hello["arena"]
+        assert math.isclose(alpha[0], x / width, rel_tol=1e-6) and math.isclose(alpha[1], y / height, rel_tol=1e-6)
+        json_client.act()
+        binary_client.act()
+    plain_client.close()
