@@ -37,9 +37,6 @@ impl Sensor for RadioSensor {
     fn name(&self) -> &'static str {
         "radio"
     }
-    fn about(&self) -> &'static str {
-        "the messages the radio delivered to the robot this step"
-    }
     fn part_names(&self) -> &'static [&'static str] {
         &["heard"]
     }

@@ -82,9 +82,6 @@ impl Sensor for PoseSensor {
     fn name(&self) -> &'static str {
         "pose"
     }
-    fn about(&self) -> &'static str {
-        "position, heading, applied speeds and odometry"
-    }
     fn part_names(&self) -> &'static [&'static str] {
         &["pose", "motion"]
     }
@@ -160,9 +157,6 @@ impl Sensor for BatterySensor {
     fn name(&self) -> &'static str {
         "battery"
     }
-    fn about(&self) -> &'static str {
-        "the battery's level and whether it is charging"
-    }
     fn part_names(&self) -> &'static [&'static str] {
         &["battery"]
     }
@@ -217,9 +211,6 @@ struct BumpContact;
 impl Sensor for BumpContact {
     fn name(&self) -> &'static str {
         "bump"
-    }
-    fn about(&self) -> &'static str {
-        "the bodies the robot touches, with the bearing of each contact"
     }
     fn part_names(&self) -> &'static [&'static str] {
         &["contact"]
@@ -276,9 +267,6 @@ struct GripperSensor;
 impl Sensor for GripperSensor {
     fn name(&self) -> &'static str {
         "gripper"
-    }
-    fn about(&self) -> &'static str {
-        "the pen the gripper holds, the nearest free pen in reach, the pens boxed"
     }
     fn part_names(&self) -> &'static [&'static str] {
         &["gripper"]
@@ -338,9 +326,6 @@ struct Camera;
 impl Sensor for Camera {
     fn name(&self) -> &'static str {
         "camera"
-    }
-    fn about(&self) -> &'static str {
-        "pens, boxes, stations and robots in the field of view, not hidden, nearest first"
     }
     fn part_names(&self) -> &'static [&'static str] {
         &["camera"]
@@ -410,9 +395,6 @@ struct Range;
 impl Sensor for Range {
     fn name(&self) -> &'static str {
         "range"
-    }
-    fn about(&self) -> &'static str {
-        "a 2D lidar: each beam's distance to the first wall, box, pen or robot it meets"
     }
     fn part_names(&self) -> &'static [&'static str] {
         &["range"]

@@ -224,7 +224,8 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
     let pos = Vec2::new(spec.pose.0, spec.pose.1);
     let b = &spec.battery;
     let body = if spec.outside.is_some() { RigidBody::KinematicPositionBased } else { RigidBody::Dynamic };
-    let carried = world.get_resource::<registry::SensorRegistry>().map(|r| r.carried(spec)).unwrap_or_default();
+    let carried =
+        world.get_resource_mut::<registry::SensorRegistry>().map(|mut r| r.carried_shared(spec)).unwrap_or_default();
     // Its environment first: the observers of the parts below read it.
     let mut robot = world.spawn(env);
     if spec.outside.is_some() {

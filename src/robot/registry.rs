@@ -124,9 +124,6 @@ pub trait Sensor: Send + Sync + 'static {
     /// The name scenes and every reader call it by.
     fn name(&self) -> &'static str;
 
-    /// One line saying what it senses, for listings and errors.
-    fn about(&self) -> &'static str;
-
     /// The names of every observation part it can give, whichever robot carries it (what
     /// `observation=[...]` may name).
     fn part_names(&self) -> &'static [&'static str];
@@ -185,6 +182,8 @@ pub struct SensorId(pub u16);
 #[derive(Resource, Clone, Default)]
 pub struct SensorRegistry {
     sensors: Vec<Arc<dyn Sensor>>,
+    /// Each set of sensors robots carry, once: robots of one set share it.
+    sets: Vec<Arc<[SensorId]>>,
     /// Registrations refused (a name used twice), each with its reason.
     refused: Vec<String>,
 }
@@ -267,6 +266,19 @@ impl SensorRegistry {
     pub fn carried(&self, robot: &RobotSpec) -> Carried {
         let ids = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n)).filter(|&id| self.get(id).carried_by(robot));
         Carried(ids.collect())
+    }
+
+    /// [`SensorRegistry::carried`], shared with every robot that carries the same sensors (a
+    /// scene has a few such sets, and a world may hold a million robots).
+    pub fn carried_shared(&mut self, robot: &RobotSpec) -> Carried {
+        let carried = self.carried(robot);
+        match self.sets.iter().find(|s| s[..] == carried.0[..]) {
+            Some(set) => Carried(set.clone()),
+            None => {
+                self.sets.push(carried.0.clone());
+                carried
+            }
+        }
     }
 
     /// A robot's observation layout: its carried sensors' parts, one after the other.
@@ -437,9 +449,6 @@ mod tests {
         fn name(&self) -> &'static str {
             self.0
         }
-        fn about(&self) -> &'static str {
-            "sevens"
-        }
         fn part_names(&self) -> &'static [&'static str] {
             &["sevens"]
         }
@@ -504,5 +513,8 @@ mod tests {
         let reading = r.read(&r.carried(&spec), &robot, &around);
         assert_eq!(reading.sensors.keys().copied().collect::<Vec<_>>(), ["bump", "pose"]);
         assert_eq!(r.part_names(), ["sevens"]);
+        // Robots that carry the same sensors share one list.
+        let (a, b) = (r.carried_shared(&spec), r.carried_shared(&RobotSpec::new("b", 2.0, 1.0, 0.0)));
+        assert!(Arc::ptr_eq(&a.0, &b.0) && a == r.carried(&spec));
     }
 }

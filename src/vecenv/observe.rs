@@ -92,7 +92,7 @@ impl RobotView {
 
     /// Values of the part named in what it observes (0 when not observed or not carried).
     pub fn part_size(&self, name: &str) -> usize {
-        let observed = |span: &Range<usize>| self.spans.contains(span) || self.whole;
+        let observed = |span: &Range<usize>| self.spans.contains(span);
         self.layout.parts.iter().filter(|(p, s)| p.name == name && observed(s)).map(|(_, s)| s.len()).sum()
     }
 

@@ -683,7 +683,6 @@ fn reading(
         let cell = 2.0 * robot.radius;
         program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
     }
-    let carried = r.get::<Carried>().cloned().unwrap_or_default();
     let observation = program.observation.as_ref().map(|layout| {
         let mut values = vec![0.0; layout.size];
         sensors.observe(layout, r, around, &mut values);
@@ -691,7 +690,7 @@ fn reading(
     });
     Reading {
         name: r.get::<Name>().map_or_else(|| r.id().to_string(), |n| n.to_string()),
-        sensors: sensors.read(&carried, r, around),
+        sensors: r.get::<Carried>().map(|c| sensors.read(c, r, around)).unwrap_or_default(),
         sonar: echoes
             .iter()
             .filter(|x| x.robot == r.id())
