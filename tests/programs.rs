@@ -522,7 +522,7 @@ fn an_in_process_world_driven_like_a_program_gives_the_programs_trajectory() {
         for step in 0..steps {
             // What the environment observes before each step is what the program read at it,
             // value for value: both come from the sensor registry.
-            batch.observe(at, &mut observation);
+            batch.observe(at, &mut observation).unwrap();
             assert_eq!(observation, tcp_observations[step as usize], "step {step}");
             let actions: Vec<f32> = seeds.iter().flat_map(|_| pattern(step)).collect();
             batch.advance(&turns, &actions, &mut outcomes).unwrap();
@@ -585,4 +585,178 @@ fn every_registered_sensor_reaches_the_readings_hello_the_observation_and_the_in
     assert_eq!(reading["observation"].as_array().unwrap().len() as u64, listed);
     assert_eq!(listed as usize, view.size());
     assert_eq!(view.size(), crsim::vecenv::observe::BASE + 6);
+}
+
+/// A sensor from outside crsim that every robot carries and that fails at its fourth reading.
+#[derive(Default)]
+struct Flaky(std::sync::atomic::AtomicU32);
+
+impl crsim::robot::registry::Sensor for Flaky {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+    fn part_names(&self) -> &'static [&'static str] {
+        &["flaky"]
+    }
+    fn reading_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn carried_by(&self, _: &RobotSpec) -> bool {
+        true
+    }
+    fn parts(&self, _: &RobotSpec) -> Vec<crsim::robot::registry::ObsPart> {
+        vec![crsim::robot::registry::ObsPart::unit("flaky", 1)]
+    }
+    fn observe(&self, _: &bevy::ecs::world::FilteredEntityRef, _: &crsim::robot::registry::Around, out: &mut [f32]) {
+        out[0] = 1.0;
+    }
+    fn read(
+        &self,
+        _: &bevy::ecs::world::FilteredEntityRef,
+        _: &crsim::robot::registry::Around,
+        reading: &mut crsim::robot::registry::SensorReading,
+    ) {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        assert!(n < 4, "flaky gave up at reading {n}");
+        reading.sensors.insert("flaky", json!(n));
+    }
+    fn describe(&self, _: &RobotSpec) -> Value {
+        json!({})
+    }
+    fn inspect(
+        &self,
+        _: &bevy::ecs::world::FilteredEntityRef,
+        _: &crsim::robot::registry::Around,
+        _: &mut Vec<(String, String)>,
+    ) {
+    }
+}
+
+/// `crsim run` as a user's binary calls it, with `setup` adding what a user's plugin adds.
+fn run_with(
+    scene: &std::path::Path,
+    port: u16,
+    record: &std::path::Path,
+    metrics: &std::path::Path,
+    setup: &dyn Fn(&mut App),
+) -> std::process::ExitCode {
+    crsim::run::runner::run(crsim::run::runner::RunRequest {
+        scene,
+        steps: 1000,
+        seed: None,
+        out: Some(metrics),
+        no_radio: false,
+        dump_network: None,
+        realtime: false,
+        until: None,
+        protocol: None,
+        program_port: Some(port),
+        overrides: Default::default(),
+        record: Some(record),
+        record_ros2: None,
+        serve_viewer: None,
+        threads: Some(1),
+        keep_serving: false,
+        setup: Some(setup),
+    })
+}
+
+/// A port no one listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn a_sensor_that_fails_stops_the_run_naming_it_and_the_robot_and_keeps_what_was_done() {
+    use crsim::robot::registry::RegisterSensor;
+    let dir = common::Scratch::new("programs-fault");
+    let (record, metrics) = (dir.join("run.mcap"), dir.join("metrics.json"));
+    let port = free_port();
+    let program = thread::spawn(move || {
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let start = Instant::now();
+        let mut p = loop {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                break Prog::register_offered(addr);
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "the run never served programs");
+            thread::sleep(Duration::from_millis(20));
+        };
+        let mut flaky = Vec::new();
+        loop {
+            let f = p.recv();
+            if f["type"] != "step" {
+                return (flaky, f);
+            }
+            flaky.extend(f["robots"].as_array().unwrap().iter().map(|r| r["sensors"]["flaky"].clone()));
+            p.send(json!({"type": "act", "step": f["step"]}));
+        }
+    });
+    let code = run_with(&scene_path("programs.ron"), port, &record, &metrics, &|app| {
+        app.register_sensor(Flaky::default());
+    });
+    let (flaky, end) = program.join().unwrap();
+    assert_eq!(code, std::process::ExitCode::FAILURE);
+    // Its three good readings reached the program; the step it failed in sent none of alpha's.
+    assert_eq!(flaky, [json!(1), json!(2), json!(3)]);
+    assert_eq!(end["type"], "end", "{end}");
+    let reason = end["reason"].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "the run stopped: sensor \"flaky\" failed while sensing robot alpha: flaky gave up at reading 4"
+    );
+    // The metrics and the recording of the four steps run are written and whole.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&metrics).unwrap()).unwrap();
+    assert_eq!(report["steps"], 4, "{report}");
+    let recording = crsim::record::reader::Recording::open(&record).unwrap();
+    assert!(recording.truncated.is_none() && recording.end.is_some(), "{:?}", recording.truncated);
+    assert_eq!(recording.steps().1, 3, "steps 0 to 3 recorded");
+}
+
+#[test]
+fn a_sensor_registered_under_a_taken_name_stops_the_run_before_step_zero() {
+    use crsim::robot::registry::RegisterSensor;
+    let dir = common::Scratch::new("programs-refused");
+    let (record, metrics) = (dir.join("run.mcap"), dir.join("metrics.json"));
+    struct Camera;
+    impl crsim::robot::registry::Sensor for Camera {
+        fn name(&self) -> &'static str {
+            "camera"
+        }
+        fn part_names(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn reading_fields(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn carried_by(&self, _: &RobotSpec) -> bool {
+            false
+        }
+        fn parts(&self, _: &RobotSpec) -> Vec<crsim::robot::registry::ObsPart> {
+            Vec::new()
+        }
+        fn observe(&self, _: &bevy::ecs::world::FilteredEntityRef, _: &crsim::robot::registry::Around, _: &mut [f32]) {}
+        fn read(
+            &self,
+            _: &bevy::ecs::world::FilteredEntityRef,
+            _: &crsim::robot::registry::Around,
+            _: &mut crsim::robot::registry::SensorReading,
+        ) {
+        }
+        fn describe(&self, _: &RobotSpec) -> Value {
+            json!({})
+        }
+        fn inspect(
+            &self,
+            _: &bevy::ecs::world::FilteredEntityRef,
+            _: &crsim::robot::registry::Around,
+            _: &mut Vec<(String, String)>,
+        ) {
+        }
+    }
+    let code = run_with(&scene_path("programs.ron"), free_port(), &record, &metrics, &|app| {
+        app.register_sensor(Camera);
+    });
+    assert_eq!(code, std::process::ExitCode::from(2), "bad input, before any step");
+    assert!(!metrics.exists(), "no step ran, so no metrics");
 }

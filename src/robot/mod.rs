@@ -192,6 +192,7 @@ pub fn wrap_angle(a: f32) -> f32 {
 
 pub(super) fn plugin(app: &mut App) {
     app.world_mut().get_resource_or_init::<registry::SensorRegistry>().register_or_refuse(builtin::register);
+    app.init_resource::<registry::SensorFaults>();
     app.add_message::<BumpEvent>()
         .add_systems(
             FixedSense,

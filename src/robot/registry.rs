@@ -11,7 +11,8 @@
 //! Every reader walks a robot's [`Carried`] sensors in order — `crsim.VecEnv`'s observation
 //! ([`Layout`]), the program protocol's readings and `hello`, the inspector — none lists
 //! sensors by hand. A robot of no kind carries [`DEFAULT_SENSORS`], in that order: that order
-//! is the observation layout every trained policy has seen, so it does not change.
+//! is the observation layout every trained policy has seen, so it does not change; a sensor
+//! registered beside them comes after them, on the robots it says carry it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -174,6 +175,55 @@ fn clamp(out: &mut [f32], low: f32, high: f32) {
     }
 }
 
+/// A sensor that panicked while it sensed a robot: a reader gets this in place of the reading
+/// or observation, and the run stops with it (`crsim run` keeps every output finished so far).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SensorFault {
+    pub sensor: &'static str,
+    pub robot: Entity,
+    /// What the panic said.
+    pub message: String,
+}
+
+impl SensorFault {
+    /// The fault in words, with the robot's name as the reader knows it.
+    pub fn describe(&self, robot: &str) -> String {
+        format!("sensor \"{}\" failed while sensing robot {robot}: {}", self.sensor, self.message)
+    }
+}
+
+/// Runs one sensor's part of a reader's work: a panic in it (a sensor from outside crsim) is the
+/// fault it names, and the reader goes on without unwinding through the app.
+fn guarded<T>(sensor: &'static str, robot: Entity, work: impl FnOnce() -> T) -> Result<T, SensorFault> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|payload| SensorFault {
+        sensor,
+        robot,
+        message: payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "it panicked".to_string()),
+    })
+}
+
+/// The sensor faults of a run, each sensor and robot once, in the words
+/// [`SensorFault::describe`] gives: the run's loop stops at the end of the step of the first.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct SensorFaults(pub Vec<String>);
+
+impl SensorFaults {
+    /// Notes `fault` of the robot called `robot` (once); whether it is new.
+    pub fn note(&mut self, fault: &SensorFault, robot: &str) -> bool {
+        let said = fault.describe(robot);
+        let new = !self.0.contains(&said);
+        if new {
+            error!("{said}");
+            self.0.push(said);
+        }
+        new
+    }
+}
+
 /// A sensor's place in the [`SensorRegistry`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SensorId(pub u16);
@@ -262,10 +312,13 @@ impl SensorRegistry {
         names
     }
 
-    /// The sensors a robot of this spec carries, in the order its readers walk them.
+    /// The sensors a robot of this spec carries, in the order its readers walk them: the
+    /// [`DEFAULT_SENSORS`] it has, in their order, then every other sensor that
+    /// [`Sensor::carried_by`] gives it, in the order they were registered.
     pub fn carried(&self, robot: &RobotSpec) -> Carried {
-        let ids = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n)).filter(|&id| self.get(id).carried_by(robot));
-        Carried(ids.collect())
+        let defaults = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n));
+        let others = self.iter().map(|(id, _)| id).filter(|&id| !DEFAULT_SENSORS.contains(&self.get(id).name()));
+        Carried(defaults.chain(others).filter(|&id| self.get(id).carried_by(robot)).collect())
     }
 
     /// [`SensorRegistry::carried`], shared with every robot that carries the same sensors (a
@@ -297,12 +350,21 @@ impl SensorRegistry {
     }
 
     /// Writes a robot's observation (exactly `layout.size` values) into `out`, each sensor its
-    /// span, each value then clamped to its part's bounds (a value that is not finite is 0).
-    pub fn observe(&self, layout: &Layout, robot: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
+    /// span, each value then clamped to its part's bounds (a value that is not finite is 0). A
+    /// sensor that panics is the fault returned, its span zeros.
+    pub fn observe(
+        &self,
+        layout: &Layout,
+        robot: &FilteredEntityRef,
+        around: &Around,
+        out: &mut [f32],
+    ) -> Result<(), SensorFault> {
         for (id, span) in &layout.sensors {
-            self.get(*id).observe(robot, around, &mut out[span.clone()]);
+            let (sensor, out) = (self.get(*id), &mut out[span.clone()]);
+            guarded(sensor.name(), robot.id(), || sensor.observe(robot, around, out)).inspect_err(|_| out.fill(0.0))?;
         }
         layout.clamp(out);
+        Ok(())
     }
 
     /// Every sensor's observer in `world`, for [`SensorRegistry::observe_in`].
@@ -320,27 +382,37 @@ impl SensorRegistry {
         robot: Entity,
         around: &Around,
         out: &mut [f32],
-    ) {
+    ) -> Result<(), SensorFault> {
         for (id, span) in &layout.sensors {
-            let out = &mut out[span.clone()];
-            match observers.0.get_mut(usize::from(id.0)).and_then(Option::as_mut) {
+            let (sensor, out) = (self.get(*id), &mut out[span.clone()]);
+            let observer = observers.0.get_mut(usize::from(id.0)).and_then(Option::as_mut);
+            guarded(sensor.name(), robot, || match observer {
                 Some(observer) => observer.observe(world, robot, around, out),
                 None => match world.get_entity(robot) {
-                    Ok(r) => self.get(*id).observe(&r.into(), around, out),
+                    Ok(r) => sensor.observe(&r.into(), around, out),
                     Err(_) => out.fill(0.0),
                 },
-            }
+            })
+            .inspect_err(|_| out.fill(0.0))?;
         }
         layout.clamp(out);
+        Ok(())
     }
 
-    /// A robot's reading: each sensor it carries writes its record.
-    pub fn read(&self, carried: &Carried, robot: &FilteredEntityRef, around: &Around) -> SensorReading {
+    /// A robot's reading: each sensor it carries writes its record; a sensor that panics is the
+    /// fault returned.
+    pub fn read(
+        &self,
+        carried: &Carried,
+        robot: &FilteredEntityRef,
+        around: &Around,
+    ) -> Result<SensorReading, SensorFault> {
         let mut reading = SensorReading::default();
         for &id in carried.0.iter() {
-            self.get(id).read(robot, around, &mut reading);
+            let sensor = self.get(id);
+            guarded(sensor.name(), robot.id(), || sensor.read(robot, around, &mut reading))?;
         }
-        reading
+        Ok(reading)
     }
 
     /// The inspector's rows for a robot, each sensor's under its name.
@@ -354,7 +426,9 @@ impl SensorRegistry {
         for &id in carried.0.iter() {
             let sensor = self.get(id);
             let mut rows = Vec::new();
-            sensor.inspect(robot, around, &mut rows);
+            if let Err(fault) = guarded(sensor.name(), robot.id(), || sensor.inspect(robot, around, &mut rows)) {
+                rows = vec![("failed".to_string(), fault.message)];
+            }
             out.push((sensor.name().to_string(), rows));
         }
         out
@@ -492,15 +566,15 @@ mod tests {
     #[test]
     fn a_layout_lays_the_default_sensors_out_in_their_order_and_clamps_to_each_parts_bounds() {
         let mut r = SensorRegistry::default();
-        // Registered out of order, laid out in DEFAULT_SENSORS' order; "extra" is no default.
+        // Registered out of order, laid out in DEFAULT_SENSORS' order, then "extra" (no default).
         r.register(Sevens("bump", 2)).unwrap();
         r.register(Sevens("extra", 1)).unwrap();
         r.register(Sevens("pose", 3)).unwrap();
         let spec = RobotSpec::new("a", 1.0, 1.0, 0.0);
         let layout = r.layout(&spec);
-        assert_eq!(layout.sensors, vec![(SensorId(2), 0..3), (SensorId(0), 3..5)]);
-        assert_eq!(layout.size, 5);
-        assert_eq!(layout.size_of(Some(&["sevens".to_string()])), 5);
+        assert_eq!(layout.sensors, vec![(SensorId(2), 0..3), (SensorId(0), 3..5), (SensorId(1), 5..6)]);
+        assert_eq!(layout.size, 6);
+        assert_eq!(layout.size_of(Some(&["sevens".to_string()])), 6);
         assert_eq!(layout.size_of(Some(&["other".to_string()])), 0);
         let mut world = World::new();
         let e = world.spawn_empty().id();
@@ -508,13 +582,77 @@ mod tests {
         let around = Around { arena: Arena { width: 1.0, height: 1.0 }, name_of: &name_of };
         let mut out = vec![0.0; layout.size];
         let robot = FilteredEntityRef::from(world.entity(e));
-        r.observe(&layout, &robot, &around, &mut out);
-        assert_eq!(out, [5.0; 5], "clamped to the part's bounds");
-        let reading = r.read(&r.carried(&spec), &robot, &around);
-        assert_eq!(reading.sensors.keys().copied().collect::<Vec<_>>(), ["bump", "pose"]);
+        r.observe(&layout, &robot, &around, &mut out).unwrap();
+        assert_eq!(out, [5.0; 6], "clamped to the part's bounds");
+        let reading = r.read(&r.carried(&spec), &robot, &around).unwrap();
+        assert_eq!(reading.sensors.keys().copied().collect::<Vec<_>>(), ["bump", "extra", "pose"]);
         assert_eq!(r.part_names(), ["sevens"]);
         // Robots that carry the same sensors share one list.
         let (a, b) = (r.carried_shared(&spec), r.carried_shared(&RobotSpec::new("b", 2.0, 1.0, 0.0)));
         assert!(Arc::ptr_eq(&a.0, &b.0) && a == r.carried(&spec));
+    }
+
+    /// A sensor that panics in every reader's call, as a broken sensor from outside crsim would.
+    struct Broken;
+
+    impl Sensor for Broken {
+        fn name(&self) -> &'static str {
+            "broken"
+        }
+        fn part_names(&self) -> &'static [&'static str] {
+            &["broken"]
+        }
+        fn reading_fields(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn carried_by(&self, _: &RobotSpec) -> bool {
+            true
+        }
+        fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
+            vec![ObsPart::unit("broken", 2)]
+        }
+        fn observe(&self, _: &FilteredEntityRef, _: &Around, out: &mut [f32]) {
+            out[0] = 0.5;
+            panic!("no signal on {} values", out.len());
+        }
+        fn read(&self, _: &FilteredEntityRef, _: &Around, _: &mut SensorReading) {
+            panic!("the read failed");
+        }
+        fn describe(&self, _: &RobotSpec) -> serde_json::Value {
+            serde_json::json!({})
+        }
+        fn inspect(&self, _: &FilteredEntityRef, _: &Around, _: &mut Vec<(String, String)>) {
+            panic!("nothing to show");
+        }
+    }
+
+    #[test]
+    fn a_sensor_that_panics_is_a_fault_naming_it_and_the_robot_and_the_others_still_read() {
+        let mut r = SensorRegistry::default();
+        r.register(Sevens("pose", 1)).unwrap();
+        r.register(Broken).unwrap();
+        let spec = RobotSpec::new("a", 1.0, 1.0, 0.0);
+        let (layout, carried) = (r.layout(&spec), r.carried(&spec));
+        let mut world = World::new();
+        let e = world.spawn(Name::new("a")).id();
+        let name_of = |e: Entity| e.to_string();
+        let around = Around { arena: Arena { width: 1.0, height: 1.0 }, name_of: &name_of };
+        let robot = FilteredEntityRef::from(world.entity(e));
+        let mut out = vec![9.0; layout.size];
+        let fault = r.observe(&layout, &robot, &around, &mut out).unwrap_err();
+        assert_eq!(fault, SensorFault { sensor: "broken", robot: e, message: "no signal on 2 values".into() });
+        assert_eq!(out[1..], [0.0, 0.0], "the broken sensor's span is zeros, not what it left");
+        let fault = r.read(&carried, &robot, &around).unwrap_err();
+        assert_eq!(fault.describe("a"), "sensor \"broken\" failed while sensing robot a: the read failed");
+        let rows = r.inspect(&carried, &robot, &around);
+        assert_eq!(rows[0].1, [("sevens".to_string(), "7".to_string())]);
+        assert_eq!(rows[1], ("broken".to_string(), vec![("failed".to_string(), "nothing to show".to_string())]));
+        let mut observers = r.observers(&mut world);
+        let fault = r.observe_in(&mut observers, &layout, &world, e, &around, &mut out).unwrap_err();
+        assert_eq!(fault.sensor, "broken");
+        // A run notes each fault once.
+        let mut faults = SensorFaults::default();
+        assert!(faults.note(&fault, "a") && !faults.note(&fault, "a"));
+        assert_eq!(faults.0.len(), 1);
     }
 }

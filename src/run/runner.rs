@@ -24,6 +24,7 @@ use crate::record::Recorder;
 use crate::record::format::RunMeta;
 use crate::record::viewer::{ViewerControl, ViewerServer};
 use crate::record::writer::FileSink;
+use crate::robot::registry::{SensorFaults, SensorRegistry};
 use crate::say;
 use crate::scene::schema::{ControllerSpec, Dialect};
 use crate::scene::{SceneFile, SceneOverrides, SceneSource, load_scene_file_with};
@@ -196,6 +197,10 @@ pub fn port_problems(app: &mut App) -> Vec<String> {
     problems.extend(world.resource::<CentralSocket>().error.clone());
     problems.extend(world.resource::<ProgramServer>().error.clone());
     problems.extend(world.get_resource::<OpeningErrors>().map_or_else(Vec::new, |e| e.0.clone()));
+    // A plugin's sensor refused (its name taken): robots would run without what the scene's
+    // author asked for.
+    let refused = world.get_resource::<SensorRegistry>().map_or(&[][..], |r| r.refused());
+    problems.extend(refused.iter().map(|e| format!("the sensor registry refused a sensor: {e}")));
     problems
 }
 
@@ -283,6 +288,12 @@ fn over(app: &App, keep_serving: bool) -> (bool, bool) {
     (app.world().resource::<RunUntil>().reached_at.is_some() || gone, gone)
 }
 
+/// The sensors that failed in this run, each naming the robot (the run stops after the step of
+/// the first).
+fn sensor_faults(app: &App) -> &[String] {
+    app.world().get_resource::<SensorFaults>().map_or(&[], |f| &f.0)
+}
+
 /// Runs the steps: in real time with `--realtime`, else as fast as they go (or as viewers pace
 /// them), in chunks of [`RUN_CHUNK`] between checks for a stop, an end or late robots.
 fn step_until_done(app: &mut App, r: &RunRequest) -> Result<Stepped, String> {
@@ -290,7 +301,7 @@ fn step_until_done(app: &mut App, r: &RunRequest) -> Result<Stepped, String> {
     let started = Instant::now();
     let mut done = 0;
     let mut paced = Pacing::default();
-    while done < r.steps && !signals::requested() && !over(app, r.keep_serving).0 {
+    while done < r.steps && !signals::requested() && !over(app, r.keep_serving).0 && sensor_faults(app).is_empty() {
         let n = if r.realtime {
             due_in_real_time(app, started, done, r.steps)
         } else {
@@ -357,10 +368,13 @@ fn finish(app: &mut App, r: &RunRequest, stepped: Stepped) -> ExitCode {
         );
     }
     let interrupted = stepped.done < r.steps && !stepped.finished;
-    crate::control::programs::finish(
-        app.world_mut(),
-        if interrupted { "the run was stopped" } else { "the run's steps are done" },
-    );
+    let faults = sensor_faults(app).to_vec();
+    let reason = match faults.first() {
+        Some(fault) => format!("the run stopped: {fault}"),
+        None if interrupted => "the run was stopped".to_string(),
+        None => "the run's steps are done".to_string(),
+    };
+    crate::control::programs::finish(app.world_mut(), &reason);
     let mut report = build_report(app.world_mut(), stepped.started.elapsed().as_secs_f64());
     report.interrupted = interrupted;
     say!("{}", report.summary());
@@ -391,7 +405,14 @@ fn finish(app: &mut App, r: &RunRequest, stepped: Stepped) -> ExitCode {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
-    if interrupted {
+    if !faults.is_empty() {
+        // What the run did up to the step it failed in is kept above; the failure is the last
+        // word.
+        for fault in &faults {
+            eprintln!("the run stopped at step {}: {fault}", app.world().resource::<SimTime>().step);
+        }
+        ExitCode::FAILURE
+    } else if interrupted {
         ExitCode::from(INTERRUPTED)
     } else if (r.record.is_some() || r.record_ros2.is_some()) && !recorder_errors.is_empty() {
         ExitCode::FAILURE

@@ -3,10 +3,11 @@
 
 use bevy::prelude::*;
 
-use crate::sim::{Env, SimSystems, SimTime};
+use crate::sim::{Env, SimClock, SimSystems, SimTime};
 
 use crate::control::explore::{Explorer, Phase};
 use crate::robot::Robot;
+use crate::robot::registry::SensorFaults;
 use crate::world::{Boxed, Pen};
 
 /// What ends a run before its last step.
@@ -67,6 +68,19 @@ pub(super) fn plugin(app: &mut App) {
     // Only runs that asked for a condition pay for the check (an exclusive system each step).
     let asked = |u: Res<RunUntil>| u.until.is_some() && u.reached_at.is_none();
     app.init_resource::<RunUntil>().add_systems(FixedUpdate, check_until.after(SimSystems::Record).run_if(asked));
+    app.add_systems(FixedUpdate, pause_on_a_fault.after(check_until).run_if(resource_changed::<SensorFaults>));
+}
+
+/// After a step in which a sensor failed for the first time: no step runs after it, and the
+/// clock pauses (a headless run then stops, keeping what it has done; the app shows the error in
+/// its log and may go on when unpaused).
+fn pause_on_a_fault(faults: Res<SensorFaults>, mut clock: ResMut<SimClock>, mut fixed: ResMut<Time<Fixed>>) {
+    if faults.0.is_empty() {
+        return;
+    }
+    clock.paused = true;
+    let left = fixed.overstep();
+    fixed.discard_overstep(left);
 }
 
 /// After each step: when the condition holds, note the step and end the frame's fixed loop, so

@@ -162,7 +162,7 @@ impl VecWorlds {
             counts: vec![0.0; e * robots * Counts::NAMES.len()],
             outcomes: vec![RobotOutcome::default(); e * robots],
         };
-        v.observe_all();
+        v.observe_all()?;
         Ok(v)
     }
 
@@ -279,16 +279,19 @@ impl VecWorlds {
     }
 
     /// Writes every world's observations and counts into the arrays (a step or reset does it on
-    /// the worlds' threads).
-    fn observe_all(&mut self) {
+    /// the worlds' threads); a sensor that panics is an error naming it, the robot and the world.
+    fn observe_all(&mut self) -> Result<(), String> {
         let per_world = self.robots * Counts::NAMES.len();
         let mut worlds = self.observations.chunks_mut(self.obs_len).zip(self.counts.chunks_mut(per_world));
+        let mut world = 0;
         for b in &mut self.batches {
             for (i, (out, counts)) in (0..b.len()).zip(worlds.by_ref()) {
-                b.observe(i, out);
+                b.observe(i, out).map_err(|e| format!("world {world}: {e}"))?;
                 b.write_counts(i, counts);
+                world += 1;
             }
         }
+        Ok(())
     }
 
     /// Advances every batch as `turns` says (one for each world; `actions` for every world, or
@@ -301,7 +304,9 @@ impl VecWorlds {
             let first = w.first;
             w.batch.advance(w.turns, w.actions, w.outcomes).map_err(|e| format!("worlds from {first}: {e}"))?;
             for i in 0..w.batch.len() {
-                w.batch.observe(i, &mut w.obs[i * obs_len..(i + 1) * obs_len]);
+                w.batch
+                    .observe(i, &mut w.obs[i * obs_len..(i + 1) * obs_len])
+                    .map_err(|e| format!("world {}: {e}", first + i))?;
                 w.batch.write_counts(i, &mut w.counts[i * per_counts..(i + 1) * per_counts]);
             }
             Ok(())

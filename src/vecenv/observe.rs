@@ -27,7 +27,7 @@ use std::ops::Range;
 use bevy::prelude::*;
 
 use crate::comms::{Payload, RadioIn};
-use crate::robot::registry::{Around, Layout, Observers, SensorRegistry};
+use crate::robot::registry::{Around, Layout, Observers, SensorFault, SensorRegistry};
 use crate::scene::schema::RobotSpec;
 
 /// Values of a robot of no kind before its range beams.
@@ -98,7 +98,7 @@ impl RobotView {
 
     /// Writes the robot's observation (exactly [`RobotView::size`] values) into `out`, through
     /// the sensors' `observers` of `world`; `full` is room for its whole layout when only some
-    /// parts are observed.
+    /// parts are observed. A sensor that panics is the fault returned.
     #[allow(clippy::too_many_arguments)]
     pub fn observe(
         &self,
@@ -109,13 +109,13 @@ impl RobotView {
         around: &Around,
         full: &mut Vec<f32>,
         out: &mut [f32],
-    ) {
+    ) -> Result<(), SensorFault> {
         let n = self.layout.size;
         if self.whole {
-            sensors.observe_in(observers, &self.layout, world, robot, around, &mut out[..n]);
+            sensors.observe_in(observers, &self.layout, world, robot, around, &mut out[..n])?;
         } else {
             full.resize(n, 0.0);
-            sensors.observe_in(observers, &self.layout, world, robot, around, full);
+            sensors.observe_in(observers, &self.layout, world, robot, around, full)?;
             let mut at = 0;
             for span in &self.spans {
                 out[at..at + span.len()].copy_from_slice(&full[span.clone()]);
@@ -127,6 +127,7 @@ impl RobotView {
         if !message.is_empty() {
             mean_message(world.get::<RadioIn>(robot), message);
         }
+        Ok(())
     }
 }
 
@@ -206,11 +207,11 @@ mod tests {
         let around = Around { arena: Arena { width: 4.0, height: 2.0 }, name_of: &name_of };
         let mut observers = sensors.observers(&mut world);
         let mut out = vec![9.0; view.size()];
-        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut out);
+        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut out).unwrap();
         // The same values read by type, as the program protocol's `observation` reads them.
         let mut by_type = vec![9.0; view.size()];
         let robot = bevy::ecs::world::FilteredEntityRef::from(world.entity(e));
-        sensors.observe(&view.layout, &robot, &around, &mut by_type);
+        sensors.observe(&view.layout, &robot, &around, &mut by_type).unwrap();
         assert_eq!(by_type, out);
         let near = |a: f32, b: f32| (a - b).abs() < 1e-6;
         assert!(near(out[0], 0.25) && near(out[1], 0.25), "{out:?}");
@@ -228,7 +229,7 @@ mod tests {
         let view = RobotView::new(sensors, &spec, Some(&parts), 2);
         assert_eq!((view.size(), view.part_size("range"), view.part_size("camera")), (4 + 3 + 2, 3, 0));
         let mut some = vec![9.0; view.size()];
-        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut some);
+        view.observe(sensors, &mut observers, &world, e, &around, &mut Vec::new(), &mut some).unwrap();
         assert_eq!(&some[..4], &out[..4]);
         assert_eq!(&some[4..7], &out[28..]);
         assert_eq!(&some[7..], &[0.0, 0.0], "no messages heard");

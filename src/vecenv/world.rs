@@ -520,8 +520,9 @@ impl EnvBatch {
     }
 
     /// Writes environment `i`'s driven robots' observations into `out`, one after the other
-    /// (each of the size [`EnvSpec::observation_sizes`] gives).
-    pub fn observe(&mut self, i: usize, out: &mut [f32]) {
+    /// (each of the size [`EnvSpec::observation_sizes`] gives); a sensor that panics is an error
+    /// naming it and the robot.
+    pub fn observe(&mut self, i: usize, out: &mut [f32]) -> Result<(), String> {
         let name_of = |e: Entity| e.to_string();
         let around = Around { arena: *self.world.resource::<Arena>(), name_of: &name_of };
         let sensors = standard_sensors();
@@ -529,9 +530,16 @@ impl EnvBatch {
         for (r, view) in self.envs[i].robots.iter().zip(&self.views) {
             let n = view.size();
             let out = &mut out[at..at + n];
-            view.observe(sensors, &mut self.observers, &self.world, r.entity, &around, &mut self.full, out);
+            view.observe(sensors, &mut self.observers, &self.world, r.entity, &around, &mut self.full, out).map_err(
+                |fault| {
+                    fault.describe(
+                        &self.world.get::<Name>(r.entity).map_or_else(|| r.entity.to_string(), |n| n.to_string()),
+                    )
+                },
+            )?;
             at += n;
         }
+        Ok(())
     }
 
     /// Environment `i`'s trajectory hash so far, as `crsim run` prints it.

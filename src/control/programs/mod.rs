@@ -35,7 +35,7 @@ use self::protocol::{
 };
 use self::server::{Closed, Connection, Listener, wait_readable};
 use crate::comms::{CommType, Payload, Radio, RadioOut, Target, register_robot, restore_pairs};
-use crate::robot::registry::{Around, Carried, Layout, SensorRegistry};
+use crate::robot::registry::{Around, Carried, Layout, SensorFault, SensorFaults, SensorReading, SensorRegistry};
 use crate::robot::{RangeSensor, Robot, pose};
 use crate::scene::schema::{ControllerSpec, LatePolicy, ProgramsSpec};
 use crate::scene::{ActiveScene, PendingScene, SceneLoaded};
@@ -170,6 +170,7 @@ pub(super) fn plugin(app: &mut App) {
 struct Registry<'w, 's> {
     active: Res<'w, ActiveScene>,
     sensors: Res<'w, SensorRegistry>,
+    faults: ResMut<'w, SensorFaults>,
     radios: ResMut<'w, PerEnv<Radio>>,
     robots: Query<'w, 's, (Entity, &'static Robot, &'static Name, Option<&'static mut Program>, &'static Env)>,
 }
@@ -606,8 +607,12 @@ fn close(server: &mut ProgramServer, registry: &mut Registry, closed: Vec<(u64, 
 /// What a program robot's readings are read from: every component of the robot but its
 /// [`Program`] (the registry's sensors read what they need). Resources are components too: those
 /// the exchange changes are left out as well, or the query would read them.
-type Sensed<'w, 's> =
-    Query<'w, 's, EntityRefExcept<'static, 'static, (Program, ProgramServer, Time<Fixed>, PerEnv<Radio>)>, With<Robot>>;
+type Sensed<'w, 's> = Query<
+    'w,
+    's,
+    EntityRefExcept<'static, 'static, (Program, ProgramServer, Time<Fixed>, PerEnv<Radio>, SensorFaults)>,
+    With<Robot>,
+>;
 
 /// The think stage's exchange, as seed 003's double-stepped get: each connection's readings out,
 /// the acts that came early taken, the others waited for (serving everyone else meanwhile), the
@@ -650,7 +655,8 @@ fn exchange(
     server.stats.exchange_s += started.elapsed().as_secs_f64();
 }
 
-/// Each connection's readings for this step, its robots in robot order.
+/// Each connection's readings for this step, its robots in robot order. A robot whose sensor
+/// fails has no reading: the fault is noted, and the run stops after this step.
 fn readings(
     order: &RobotOrder,
     registry: &mut Registry,
@@ -663,8 +669,15 @@ fn readings(
         let Ok((_, _, _, Some(mut program), _)) = registry.robots.get_mut(e) else { continue };
         let Some(conn) = program.connection else { continue };
         let Ok(r) = sensed.get(e) else { continue };
-        let reading = reading(&registry.sensors, &FilteredEntityRef::from(&r), &mut program, echoes, around);
-        frames.entry(conn).or_default().push(reading);
+        match reading(&registry.sensors, &FilteredEntityRef::from(&r), &mut program, echoes, around) {
+            Ok(reading) => frames.entry(conn).or_default().push(reading),
+            Err(fault) => {
+                // Changed only by a new fault: the clock pauses on each new one.
+                if registry.faults.bypass_change_detection().note(&fault, &(around.name_of)(e)) {
+                    registry.faults.set_changed();
+                }
+            }
+        }
     }
     frames
 }
@@ -677,20 +690,26 @@ fn reading(
     program: &mut Program,
     echoes: &[SonarEcho],
     around: &Around,
-) -> Reading {
+) -> Result<Reading, SensorFault> {
     if let (Some(t), Some(robot)) = (r.get::<Transform>(), r.get::<Robot>()) {
         let (p, _) = pose(t);
         let cell = 2.0 * robot.radius;
         program.visited.insert(((p.x / cell).floor() as i32, (p.y / cell).floor() as i32));
     }
-    let observation = program.observation.as_ref().map(|layout| {
-        let mut values = vec![0.0; layout.size];
-        sensors.observe(layout, r, around, &mut values);
-        values
-    });
-    Reading {
+    let observation = match program.observation.as_ref() {
+        Some(layout) => {
+            let mut values = vec![0.0; layout.size];
+            sensors.observe(layout, r, around, &mut values)?;
+            Some(values)
+        }
+        None => None,
+    };
+    Ok(Reading {
         name: r.get::<Name>().map_or_else(|| r.id().to_string(), |n| n.to_string()),
-        sensors: r.get::<Carried>().map(|c| sensors.read(c, r, around)).unwrap_or_default(),
+        sensors: match r.get::<Carried>() {
+            Some(c) => sensors.read(c, r, around)?,
+            None => SensorReading::default(),
+        },
         sonar: echoes
             .iter()
             .filter(|x| x.robot == r.id())
@@ -698,7 +717,7 @@ fn reading(
             .collect(),
         visited: program.visited.len() as u32,
         observation,
-    }
+    })
 }
 
 /// Sends each connection its `step` frame (JSON or binary, as it registered); the connections
