@@ -587,16 +587,26 @@ fn every_registered_sensor_reaches_the_readings_hello_the_observation_and_the_in
     assert_eq!(view.size(), crsim::vecenv::observe::BASE + 6);
 }
 
-/// A sensor from outside crsim that every robot carries and that fails at its fourth reading.
-#[derive(Default)]
-struct Flaky(std::sync::atomic::AtomicU32);
+/// A sensor from outside crsim, as a user's plugin registers it: every robot carries it, and it
+/// fails at its `fails_at`-th reading when it has one.
+struct Plugged {
+    name: &'static str,
+    fails_at: Option<u32>,
+    reads: std::sync::atomic::AtomicU32,
+}
 
-impl crsim::robot::registry::Sensor for Flaky {
+impl Plugged {
+    fn new(name: &'static str, fails_at: Option<u32>) -> Self {
+        Self { name, fails_at, reads: Default::default() }
+    }
+}
+
+impl crsim::robot::registry::Sensor for Plugged {
     fn name(&self) -> &'static str {
-        "flaky"
+        self.name
     }
     fn part_names(&self) -> &'static [&'static str] {
-        &["flaky"]
+        &["plugged"]
     }
     fn reading_fields(&self) -> &'static [&'static str] {
         &[]
@@ -605,7 +615,7 @@ impl crsim::robot::registry::Sensor for Flaky {
         true
     }
     fn parts(&self, _: &RobotSpec) -> Vec<crsim::robot::registry::ObsPart> {
-        vec![crsim::robot::registry::ObsPart::unit("flaky", 1)]
+        vec![crsim::robot::registry::ObsPart::unit("plugged", 1)]
     }
     fn observe(&self, _: &bevy::ecs::world::FilteredEntityRef, _: &crsim::robot::registry::Around, out: &mut [f32]) {
         out[0] = 1.0;
@@ -616,9 +626,9 @@ impl crsim::robot::registry::Sensor for Flaky {
         _: &crsim::robot::registry::Around,
         reading: &mut crsim::robot::registry::SensorReading,
     ) {
-        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        assert!(n < 4, "flaky gave up at reading {n}");
-        reading.sensors.insert("flaky", json!(n));
+        let n = self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        assert!(self.fails_at.is_none_or(|at| n < at), "{} gave up at reading {n}", self.name);
+        reading.sensors.insert(self.name, json!(n));
     }
     fn describe(&self, _: &RobotSpec) -> Value {
         json!({})
@@ -693,7 +703,7 @@ fn a_sensor_that_fails_stops_the_run_naming_it_and_the_robot_and_keeps_what_was_
         }
     });
     let code = run_with(&scene_path("programs.ron"), port, &record, &metrics, &|app| {
-        app.register_sensor(Flaky::default());
+        app.register_sensor(Plugged::new("flaky", Some(4)));
     });
     let (flaky, end) = program.join().unwrap();
     assert_eq!(code, std::process::ExitCode::FAILURE);
@@ -718,44 +728,8 @@ fn a_sensor_registered_under_a_taken_name_stops_the_run_before_step_zero() {
     use crsim::robot::registry::RegisterSensor;
     let dir = common::Scratch::new("programs-refused");
     let (record, metrics) = (dir.join("run.mcap"), dir.join("metrics.json"));
-    struct Camera;
-    impl crsim::robot::registry::Sensor for Camera {
-        fn name(&self) -> &'static str {
-            "camera"
-        }
-        fn part_names(&self) -> &'static [&'static str] {
-            &[]
-        }
-        fn reading_fields(&self) -> &'static [&'static str] {
-            &[]
-        }
-        fn carried_by(&self, _: &RobotSpec) -> bool {
-            false
-        }
-        fn parts(&self, _: &RobotSpec) -> Vec<crsim::robot::registry::ObsPart> {
-            Vec::new()
-        }
-        fn observe(&self, _: &bevy::ecs::world::FilteredEntityRef, _: &crsim::robot::registry::Around, _: &mut [f32]) {}
-        fn read(
-            &self,
-            _: &bevy::ecs::world::FilteredEntityRef,
-            _: &crsim::robot::registry::Around,
-            _: &mut crsim::robot::registry::SensorReading,
-        ) {
-        }
-        fn describe(&self, _: &RobotSpec) -> Value {
-            json!({})
-        }
-        fn inspect(
-            &self,
-            _: &bevy::ecs::world::FilteredEntityRef,
-            _: &crsim::robot::registry::Around,
-            _: &mut Vec<(String, String)>,
-        ) {
-        }
-    }
     let code = run_with(&scene_path("programs.ron"), free_port(), &record, &metrics, &|app| {
-        app.register_sensor(Camera);
+        app.register_sensor(Plugged::new("camera", None));
     });
     assert_eq!(code, std::process::ExitCode::from(2), "bad input, before any step");
     assert!(!metrics.exists(), "no step ran, so no metrics");
