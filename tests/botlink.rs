@@ -147,11 +147,11 @@ fn emergency_stop_stops_every_robot_and_opens_every_gripper() {
     let mut s = SceneFile::empty("t", 4.0, 2.0);
     s.pens.push(PenSpec { name: "pen".into(), pos: (0.65, 1.5), radius: 0.03 });
     s.robots.push(robot("holder", 0.5, 1.5, 0.0, ControllerSpec::Idle));
-    s.robots.push(robot("runner", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
+    s.robots.push(robot("runner", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0, lateral: 0.0 }));
     let mut app = headless_app(s, SceneSource::Generated);
     let (holder, runner) = (named(&mut app, "holder"), named(&mut app, "runner"));
     let mut f = SkillFacade::new();
-    f.set(Velocity { linear: 0.1, angular: 0.0 }).unwrap().set(Grip).unwrap();
+    f.set(Velocity { linear: 0.1, angular: 0.0, lateral: 0.0 }).unwrap().set(Grip).unwrap();
     request(&mut app, holder, f);
     run_steps(&mut app, 20);
     assert!(app.world().get::<Gripper>(holder).unwrap().holding.is_some());
@@ -341,9 +341,9 @@ fn update_all_drives_several_robots_and_refuses_a_sixth_slot() {
     let addr = app.world().resource::<UpdateAllSocket>().local.expect("update-all bound");
     let client = Client::new();
     let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
-    slots[0] = UpdateSlot { bot: 0, linear: 0.2, angular: 0.0, grip: false, lamp: true };
-    slots[3] = UpdateSlot { bot: 2, linear: 0.0, angular: 1.0, grip: false, lamp: false };
-    slots[4] = UpdateSlot { bot: 1, linear: 0.5, angular: 0.0, grip: false, lamp: false };
+    slots[0] = UpdateSlot { bot: 0, linear: 0.2, angular: 0.0, lateral: 0.0, grip: false, lamp: true };
+    slots[3] = UpdateSlot { bot: 2, linear: 0.0, angular: 1.0, lateral: 0.0, grip: false, lamp: false };
+    slots[4] = UpdateSlot { bot: 1, linear: 0.5, angular: 0.0, lateral: 0.0, grip: false, lamp: false };
     client.send(addr, &encode(&Command::UpdateAll(slots)));
     run_steps(&mut app, 50);
     let mut replies = vec![client.reply(), client.reply(), client.reply()];
@@ -392,7 +392,13 @@ fn drivers(n: usize) -> SceneFile {
     let mut s = SceneFile::empty("drivers", 10.0, 6.0);
     for i in 0..n {
         let (x, y) = (0.5 + (i % 6) as f32 * 1.5, 0.5 + (i / 6) as f32 * 1.0);
-        s.robots.push(robot(&format!("d{i}"), x, y, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+        s.robots.push(robot(
+            &format!("d{i}"),
+            x,
+            y,
+            0.0,
+            ControllerSpec::Drive { linear: 0.1, angular: 0.0, lateral: 0.0 },
+        ));
     }
     s
 }
@@ -615,7 +621,7 @@ fn bot_address(l: &BotLink) -> String {
 #[test]
 fn the_manager_watchdog_drops_a_silent_outside_bot_to_connecting() {
     let mut room = SceneFile::empty("room", 4.0, 3.0);
-    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0, lateral: 0.0 }));
     room.botlink.watchdog = 0.5;
     room.botlink.reply_timeout = 0.01;
     let bot = Emulated::start(room.clone(), "far");
@@ -678,7 +684,7 @@ fn an_outside_bot_answering_garbage_is_counted_and_stays_connecting() {
 #[test]
 fn without_a_reply_timeout_the_manager_does_not_wait_and_counts_no_missed_replies() {
     let mut room = SceneFile::empty("room", 4.0, 3.0);
-    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0 }));
+    room.robots.push(robot("far", 2.0, 1.5, 0.0, ControllerSpec::Drive { linear: 0.1, angular: 0.0, lateral: 0.0 }));
     room.botlink.reply_timeout = 0.0;
     let bot = Emulated::start(room.clone(), "far");
     room.robots[0].outside = Some(bot.address.to_string());

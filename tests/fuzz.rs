@@ -361,7 +361,7 @@ fn http_requests_and_udp_packets_cut_and_mangled_are_answered() {
     }
     // The bot link's packets: every valid kind cut at every byte and each byte replaced.
     use crsim::botlink::packet::{Command, UpdateSlot, decode, encode};
-    let slot = UpdateSlot { bot: 1, linear: 0.3, angular: -0.2, grip: true, lamp: false };
+    let slot = UpdateSlot { bot: 1, linear: 0.3, angular: -0.2, lateral: 0.0, grip: true, lamp: false };
     let packets = [
         encode(&Command::Move { linear: 0.3, angular: 0.1 }),
         encode(&Command::UpdateAll([slot; 5])),

@@ -734,3 +734,100 @@ fn a_sensor_registered_under_a_taken_name_stops_the_run_before_step_zero() {
     assert_eq!(code, std::process::ExitCode::from(2), "bad input, before any step");
     assert!(!metrics.exists(), "no step ran, so no metrics");
 }
+
+#[test]
+fn a_holonomic_program_robot_drives_sideways_and_reads_its_sideways_speed_in_both_encodings() {
+    let mut s = program_room();
+    let omni = s.robots.iter_mut().find(|r| r.name == "b").unwrap();
+    omni.drive = DriveSpec::Holonomic { max_lateral: 0.2 };
+    let mut app = headless_app(s, SceneSource::Generated);
+    let addr = server_addr(&app);
+    let (hello, frames) = drive(&mut app, move || {
+        let (mut p, hello, _) = Prog::register(addr, json!([{"name": "a"}, {"name": "b"}, {"name": "c"}]));
+        let mut frames = Vec::new();
+        for _ in 0..50 {
+            let s = p.step();
+            let step = s["step"].clone();
+            frames.push(s);
+            // Both asked to move sideways; only b has the wheels for it (and a cap of 0.2 m/s).
+            let robots = json!([{"name": "a", "drive": [0.0, 0.0, 0.1]}, {"name": "b", "drive": [0.0, 0.0, 0.5]}]);
+            p.send(json!({"type": "act", "step": step, "robots": robots}));
+        }
+        let _ = p.step();
+        p.send(json!({"type": "act", "step": 50, "robots": [{"name": "b", "drive": [0.1, 0.0, 0.2, 9.0]}]}));
+        frames.push(p.recv());
+        (hello, frames)
+    });
+    let about = |name: &str| hello["robots"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap().clone();
+    let pose = |r: &Value| r["sensors"].as_array().unwrap().iter().find(|s| s["name"] == "pose").unwrap().clone();
+    assert_eq!(pose(&about("b"))["settings"]["drive"], "holonomic", "{}", about("b"));
+    assert!((pose(&about("b"))["settings"]["max_lateral"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+    assert_eq!(pose(&about("a"))["settings"]["drive"], "differential");
+    // b's motion has its sideways speed too.
+    let motion =
+        |r: &Value| pose(r)["parts"].as_array().unwrap().iter().find(|p| p["name"] == "motion").unwrap().clone();
+    assert_eq!((motion(&about("a"))["size"].as_u64(), motion(&about("b"))["size"].as_u64()), (Some(2), Some(3)));
+    // b faces up (heading 90°): its left is -x.
+    let x = |f: &Value, i: usize| f["robots"][i]["pose"][0].as_f64().unwrap();
+    let moved = x(&frames[49], 1) - x(&frames[9], 1);
+    assert!((moved + 40.0 * 0.2 * 0.02).abs() < 0.01, "b moved {moved} in x");
+    assert_eq!(x(&frames[49], 0), 0.5, "a differential robot does not move sideways");
+    assert!((frames[49]["robots"][1]["lateral"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+    assert!(frames[49]["robots"][0].get("lateral").is_none(), "a differential robot has no sideways reading");
+    // Four numbers are not a drive.
+    let error = frames[50]["message"].as_str().unwrap_or_default().to_string() + &frames[50].to_string();
+    assert!(
+        error.contains("drive takes [linear, angular] or, for a holonomic robot, [linear, angular, lateral]; got 4")
+    );
+    // The binary encoding carries the sideways speed in its tail.
+    let reading = crsim::robot::registry::SensorReading { lateral: Some(0.25), ..Default::default() };
+    let frame = crsim::control::programs::protocol::binary_step(
+        3,
+        0.06,
+        &[crsim::control::programs::protocol::Reading {
+            name: "b".into(),
+            sensors: reading,
+            sonar: vec![],
+            visited: 0,
+            observation: None,
+        }],
+    );
+    let text = String::from_utf8_lossy(&frame);
+    assert!(text.contains(r#""lateral":[{"robot":0,"speed":0.25}]"#), "{text}");
+}
+
+#[test]
+fn a_robot_lists_the_sensors_it_carries_in_the_order_it_observes_them() {
+    let mut s = program_room();
+    s.robots[0].sensors = Some(vec!["radio".into(), "pose".into()]);
+    let mut app = headless_app(s, SceneSource::Generated);
+    let addr = server_addr(&app);
+    let hello = drive(&mut app, move || Prog::register(addr, json!([{"name": "a"}])).1);
+    let a = &hello["robots"][0];
+    let names: Vec<&str> = a["sensors"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["radio", "pose"]);
+    let b = &hello["robots"][1];
+    assert_eq!(b["sensors"].as_array().unwrap().len(), 6, "b carries every built-in sensor but range: {b}");
+}
+
+#[test]
+fn a_sensor_no_one_registered_or_a_robot_cannot_carry_stops_the_run_before_step_zero_naming_it() {
+    let dir = common::Scratch::new("programs-unknown-sensor");
+    let text = std::fs::read_to_string(scene_path("programs.ron")).unwrap();
+    let scene = dir.join("scene.ron");
+    let first = text.find("controller: Program").expect("a program robot");
+    let bad = format!("{}sensors: [\"pose\", \"sonarr\", \"range\"], {}", &text[..first], &text[first..]);
+    std::fs::write(&scene, bad).unwrap();
+    let (record, metrics) = (dir.join("run.mcap"), dir.join("metrics.json"));
+    let code = run_with(&scene, free_port(), &record, &metrics, &|_| {});
+    assert_eq!(code, std::process::ExitCode::from(2), "bad input, before any step");
+    assert!(!metrics.exists());
+    let problems = crsim::run::standard_sensors().check(&crsim::scene::load_scene_file(&scene).unwrap().0);
+    let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said[0].contains(r#"sensors names "sonarr", which is not a registered sensor (registered: pose, "#),
+        "{said:?}"
+    );
+    assert!(said[1].contains(r#"sensors names "range", which this robot cannot carry (it has no range_sensor)"#));
+}

@@ -48,7 +48,7 @@ macro_rules! both_models {
 both_models!(robot_driving_into_a_wall_stops_and_bumps);
 fn robot_driving_into_a_wall_stops_and_bumps(mode: PhysicsMode) {
     let mut s = room(2.0, 1.0);
-    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
+    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0, lateral: 0.0 }));
     let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     let wall = named(&mut app, "wallRight");
@@ -71,7 +71,7 @@ both_models!(bump_events_name_the_obstacle);
 fn bump_events_name_the_obstacle(mode: PhysicsMode) {
     let mut s = room(2.0, 1.0);
     s.boxes.push(BoxSpec { name: "block".into(), center: (1.5, 0.5), size: (0.2, 0.6), angle: 0.0 });
-    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
+    s.robots.push(robot("r", 0.5, 0.5, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0, lateral: 0.0 }));
     let mut app = app_in(s, mode);
     let block = named(&mut app, "block");
     app.world_mut().init_resource::<Messages<crsim::robot::BumpEvent>>();
@@ -88,7 +88,7 @@ fn bump_events_name_the_obstacle(mode: PhysicsMode) {
 both_models!(drive_commands_are_limited_to_the_robots_maxima);
 fn drive_commands_are_limited_to_the_robots_maxima(mode: PhysicsMode) {
     let mut s = room(6.0, 2.0);
-    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 5.0, angular: 0.0 });
+    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 5.0, angular: 0.0, lateral: 0.0 });
     r.max_speed = 0.5;
     s.robots.push(r);
     let mut app = app_in(s, mode);
@@ -102,7 +102,7 @@ fn drive_commands_are_limited_to_the_robots_maxima(mode: PhysicsMode) {
 both_models!(turning_in_place_follows_the_turn_rate);
 fn turning_in_place_follows_the_turn_rate(mode: PhysicsMode) {
     let mut s = room(2.0, 2.0);
-    s.robots.push(robot("r", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 45.0 }));
+    s.robots.push(robot("r", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 45.0, lateral: 0.0 }));
     let mut app = app_in(s, mode);
     let r = named(&mut app, "r");
     run_steps(&mut app, 100);
@@ -122,7 +122,7 @@ fn gripper_scene() -> SceneFile {
 /// Drives and grips through the skill system, as every controller does.
 fn command(app: &mut App, r: Entity, linear: f32, close: bool) {
     let mut facade = SkillFacade::new();
-    facade.set(Velocity { linear, angular: 0.0 }).unwrap();
+    facade.set(Velocity { linear, angular: 0.0, lateral: 0.0 }).unwrap();
     if close {
         facade.set(Grip).unwrap();
     } else {
@@ -197,7 +197,8 @@ fn a_closed_gripper_with_nothing_in_reach_holds_nothing() {
 fn battery_drains_with_motion_and_charges_at_a_station() {
     let mut s = room(3.0, 2.0);
     s.stations.push(StationSpec { name: "charger".into(), pos: (2.5, 1.0), radius: 0.3, rate: 5.0 });
-    let mut spinner = robot("spinner", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 90.0 });
+    let mut spinner =
+        robot("spinner", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.0, angular: 90.0, lateral: 0.0 });
     spinner.battery =
         BatterySpec { capacity: 100.0, initial: Some(50.0), idle_drain: 0.1, move_drain: 1.0, turn_drain: 2.0 };
     let mut parked = robot("parked", 2.5, 1.0, 0.0, ControllerSpec::Idle);
@@ -220,7 +221,7 @@ fn battery_drains_with_motion_and_charges_at_a_station() {
 both_models!(an_empty_battery_stops_the_robot);
 fn an_empty_battery_stops_the_robot(mode: PhysicsMode) {
     let mut s = room(4.0, 2.0);
-    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 });
+    let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0, lateral: 0.0 });
     r.battery = BatterySpec { capacity: 10.0, initial: Some(0.2), idle_drain: 0.0, move_drain: 1.0, turn_drain: 0.0 };
     s.robots.push(r);
     let mut app = app_in(s, mode);
@@ -245,7 +246,7 @@ fn sonar_reports_a_robot_crossing_its_beam(mode: PhysicsMode) {
         range: None,
         through_walls: false,
     });
-    s.robots.push(robot("r", 0.4, 1.2, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0 }));
+    s.robots.push(robot("r", 0.4, 1.2, 0.0, ControllerSpec::Drive { linear: 0.4, angular: 0.0, lateral: 0.0 }));
     let mut app = app_in(s, mode);
     let (sonar, r) = (named(&mut app, "sonar1"), named(&mut app, "r"));
     let mut cursor = app.world().resource::<Messages<SonarEcho>>().get_cursor();
@@ -316,8 +317,8 @@ fn kinematic_robots_push_pens_that_stop_when_the_push_stops() {
 fn kinematic_robots_meeting_head_on_stop_touching() {
     let mut s = room(4.0, 2.0);
     s.physics = PhysicsMode::Kinematic;
-    s.robots.push(robot("a", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
-    s.robots.push(robot("b", 3.0, 1.0, 180.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0 }));
+    s.robots.push(robot("a", 1.0, 1.0, 0.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0, lateral: 0.0 }));
+    s.robots.push(robot("b", 3.0, 1.0, 180.0, ControllerSpec::Drive { linear: 0.3, angular: 0.0, lateral: 0.0 }));
     let mut app = app(s);
     let (a, b) = (named(&mut app, "a"), named(&mut app, "b"));
     run_steps(&mut app, 300);
@@ -336,7 +337,7 @@ fn kinematic_substeps_keep_a_fast_robot_from_jumping_a_thin_wall() {
         s.physics = PhysicsMode::Kinematic;
         s.substeps = substeps;
         s.walls.push(WallSpec { name: "thin".into(), from: (2.0, 0.2), to: (2.0, 1.8), thickness: 0.04 });
-        let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 10.0, angular: 0.0 });
+        let mut r = robot("r", 0.5, 1.0, 0.0, ControllerSpec::Drive { linear: 10.0, angular: 0.0, lateral: 0.0 });
         r.max_speed = 10.0;
         s.robots.push(r);
         let mut app = app(s);
@@ -795,8 +796,8 @@ fn a_sends_range_is_measured_where_the_robots_were_when_it_was_sent(mode: Physic
     let mut s = room(4.0, 2.0);
     s.comms.range = Some(1.0);
     s.robots.push(robot("a", 2.0, 1.0, 0.0, ControllerSpec::Idle));
-    s.robots.push(robot("b", 2.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0 }));
-    s.robots.push(robot("c", 0.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0 }));
+    s.robots.push(robot("b", 2.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0, lateral: 0.0 }));
+    s.robots.push(robot("c", 0.997, 1.0, 0.0, ControllerSpec::Drive { linear: 0.5, angular: 0.0, lateral: 0.0 }));
     let mut app = app_in(s, mode);
     let (a, b, c) = (named(&mut app, "a"), named(&mut app, "b"), named(&mut app, "c"));
     app.world_mut().get_mut::<RadioOut>(a).unwrap().0.push((Target::Broadcast, Payload::Text("near?".into())));
@@ -1066,4 +1067,64 @@ fn the_recorder_observes_skills_only_while_it_records_from_its_first_step_on() {
     command(&mut app, r, 0.3, false);
     run_steps(&mut app, 1);
     assert!(events.lock().unwrap().is_empty(), "nothing is recorded once the recording ended");
+}
+
+both_models!(a_holonomic_robot_moves_sideways_through_the_bot_link_and_a_differential_one_does_not);
+fn a_holonomic_robot_moves_sideways_through_the_bot_link_and_a_differential_one_does_not(mode: PhysicsMode) {
+    // In the process and as real UDP datagrams: the bot manager's packets carry the sideways
+    // speed (an update-all packet with sideways slots) to the bot's end.
+    for transport in [Transport::InProcess, Transport::Udp] {
+        let mut s = room(3.0, 3.0);
+        s.botlink.transport = transport;
+        let sideways = ControllerSpec::Drive { linear: 0.0, angular: 0.0, lateral: 0.2 };
+        let mut omni = robot("omni", 1.0, 1.0, 0.0, sideways.clone());
+        omni.drive = DriveSpec::Holonomic { max_lateral: 0.15 };
+        s.robots.push(omni);
+        s.robots.push(robot("diff", 2.0, 1.0, 0.0, sideways));
+        let mut app = app_in(s, mode);
+        let (omni, diff) = (named(&mut app, "omni"), named(&mut app, "diff"));
+        run_steps(&mut app, 5);
+        let start = position(&app, omni);
+        run_steps(&mut app, 100);
+        let (p, heading) = common::pose_of(&app, omni);
+        // To its left (+y at heading 0), at its own limit of 0.15 m/s: 0.3 m in 2 s.
+        assert!((p.y - start.y - 0.3).abs() < 0.01 && (p.x - 1.0).abs() < 1e-3, "{transport:?}: {start} to {p}");
+        assert!(heading.abs() < 1e-4, "{heading}");
+        assert!((get::<Odometry>(&app, omni).distance - (p.y - 1.0)).abs() < 0.01);
+        let q = position(&app, diff);
+        assert!(
+            (q - Vec2::new(2.0, 1.0)).length() < 1e-4,
+            "{transport:?}: a differential drive has no sideways wheels: {q}"
+        );
+    }
+}
+
+#[test]
+fn robots_of_a_kind_have_its_body_drive_sensors_and_controller_and_the_run_repeats() {
+    use crsim::robot::registry::{Carried, SensorRegistry};
+    let scene = common::shipped_scene("kinds.ron");
+    let kinds: Vec<&str> = scene.robots.iter().map(|r| r.kind.as_deref().unwrap_or("-")).collect();
+    assert_eq!(kinds, ["scout", "scout", "carrier", "relay"]);
+    let run = |steps| {
+        let mut app = app(scene.clone());
+        run_steps(&mut app, steps);
+        app
+    };
+    let mut app = run(1500);
+    let (scout, carrier, relay) = (named(&mut app, "scout1"), named(&mut app, "carrier"), named(&mut app, "relay"));
+    assert_eq!(get::<Robot>(&app, scout).radius, 0.07);
+    assert_eq!(get::<Robot>(&app, carrier).max_lateral, 0.2);
+    // The scouts carry the sensors their kind lists, in its order.
+    let sensors = app.world().resource::<SensorRegistry>().clone();
+    let carried: Vec<&str> = get::<Carried>(&app, scout).0.iter().map(|&id| sensors.get(id).name()).collect();
+    assert_eq!(carried, ["pose", "bump", "range", "radio", "battery"]);
+    assert!(get::<RangeScan>(&app, scout).distances.len() == 16);
+    // The relay strafes up the west wall (it faces east), the scouts wander.
+    let p = position(&app, relay);
+    assert!((0.2..0.5).contains(&p.x) && p.y > 1.5, "relay at {p}: 0.06 m/s up for 30 s from (0.3, 0.5)");
+    assert!(get::<Odometry>(&app, scout).distance > 3.0);
+    // The carrier's behaviour network drives it about the room collecting pens.
+    assert!(get::<Odometry>(&app, carrier).distance > 1.0);
+    let hash = |app: &App| app.world().resource::<PerEnv<TrajectoryHash>>().only().hex();
+    assert_eq!(hash(&app), hash(&run(1500)), "the same run twice");
 }

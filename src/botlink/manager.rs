@@ -326,7 +326,12 @@ pub fn give_up(link: &mut BotLink, now: f64, connect_timeout: f32) -> bool {
 pub fn delegate(link: &mut BotLink, commands: impl IntoIterator<Item = Command>, mut unicast: impl FnMut(Command)) {
     for command in commands {
         match command {
-            Command::Move { linear, angular } => (link.command.linear, link.command.angular) = (linear, angular),
+            Command::Move { linear, angular } => {
+                (link.command.linear, link.command.lateral, link.command.angular) = (linear, 0.0, angular)
+            }
+            Command::MoveOmni { linear, lateral, angular } => {
+                (link.command.linear, link.command.lateral, link.command.angular) = (linear, lateral, angular)
+            }
             Command::Grip { close } => link.command.grip = close,
             Command::Lamp { on } => link.command.lamp = on,
             other => unicast(other),
@@ -385,7 +390,7 @@ mod tests {
     use super::*;
 
     fn slot(bot: u16) -> UpdateSlot {
-        UpdateSlot { bot, linear: 0.1, angular: 0.0, grip: false, lamp: true }
+        UpdateSlot { bot, linear: 0.1, angular: 0.0, lateral: 0.0, grip: false, lamp: true }
     }
 
     #[test]

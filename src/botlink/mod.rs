@@ -128,7 +128,7 @@ impl From<Command> for KeptCommand {
             Command::Grip { close } => KeptCommand::Grip(close),
             Command::MotorParams { max_speed, max_turn } => KeptCommand::MotorParams(max_speed, max_turn),
             Command::Move { linear, angular } => KeptCommand::Move(linear, angular),
-            other @ (Command::Status(_) | Command::Error { .. } | Command::UpdateAll(_)) => {
+            other @ (Command::Status(_) | Command::Error { .. } | Command::UpdateAll(_) | Command::MoveOmni { .. }) => {
                 KeptCommand::Other(Box::new(other))
             }
         }
@@ -209,7 +209,7 @@ impl BotLink {
             recent: VecDeque::with_capacity(RECENT_COMMANDS),
             packets_sent: 0,
             announced_name: name.to_string(),
-            command: UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, grip: false, lamp: false },
+            command: UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, lateral: 0.0, grip: false, lamp: false },
             motor: (0.0, 0.0),
             counters: LinkCounters::default(),
             last_status: None,
@@ -504,7 +504,7 @@ mod tests {
     fn a_remembered_command_is_the_command_sent_in_32_bytes() {
         use packet::{ErrorCode, Status, UPDATE_ALL_SLOTS, UpdateSlot};
         let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
-        slots[2] = UpdateSlot { bot: 7, linear: 0.25, angular: -1.5, grip: true, lamp: false };
+        slots[2] = UpdateSlot { bot: 7, linear: 0.25, angular: -1.5, lateral: 0.0, grip: true, lamp: false };
         let status =
             Status { bot: 3, x: 1.0, y: 2.0, heading: 0.5, battery: 0.75, bump: true, held: Some("p1".into()) };
         let sent = [

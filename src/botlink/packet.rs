@@ -30,7 +30,11 @@ pub mod id {
     /// The original's kicker section carries crsim's gripper.
     pub const GRIP: u16 = 0x0401;
     pub const MOVE: u16 = 0x0501;
+    /// A holonomic drive's move: forward, sideways and turning.
+    pub const MOVE_OMNI: u16 = 0x0502;
     pub const UPDATE_ALL: u16 = 0x0601;
+    /// An update-all packet whose slots carry a sideways speed too (sent when any slot has one).
+    pub const UPDATE_ALL_OMNI: u16 = 0x0602;
 }
 
 /// Header length in bytes.
@@ -41,6 +45,9 @@ pub const MAX_PAYLOAD: usize = 1024;
 pub const UPDATE_ALL_SLOTS: usize = 5;
 /// Bytes per "update all" slot: bot u16, linear f32, angular f32, flags u8.
 pub const SLOT_LEN: usize = 11;
+/// Bytes per slot of [`id::UPDATE_ALL_OMNI`]: bot u16, linear f32, lateral f32, angular f32,
+/// flags u8.
+pub const OMNI_SLOT_LEN: usize = 15;
 /// A slot's bot id meaning "empty slot".
 pub const EMPTY_SLOT: u16 = 0xFFFF;
 
@@ -53,12 +60,20 @@ pub struct UpdateSlot {
     pub linear: f32,
     /// rad/s.
     pub angular: f32,
+    /// m/s sideways, to the left (a holonomic drive's).
+    pub lateral: f32,
     pub grip: bool,
     pub lamp: bool,
 }
 
 impl UpdateSlot {
-    pub const EMPTY: UpdateSlot = UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, grip: false, lamp: false };
+    pub const EMPTY: UpdateSlot =
+        UpdateSlot { bot: EMPTY_SLOT, linear: 0.0, angular: 0.0, lateral: 0.0, grip: false, lamp: false };
+}
+
+/// Whether an update-all packet of these slots needs [`id::UPDATE_ALL_OMNI`]'s sideways speeds.
+fn any_sideways(slots: &[UpdateSlot]) -> bool {
+    slots.iter().any(|s| s.lateral != 0.0)
 }
 
 /// A robot's report to its controller.
@@ -127,6 +142,12 @@ pub enum Command {
         linear: f32,
         angular: f32,
     },
+    /// A holonomic drive's move: forward (m/s), sideways to the left (m/s) and angular (rad/s).
+    MoveOmni {
+        linear: f32,
+        lateral: f32,
+        angular: f32,
+    },
     /// Move, grip and lamp for up to [`UPDATE_ALL_SLOTS`] robots at once, in fixed slots.
     UpdateAll([UpdateSlot; UPDATE_ALL_SLOTS]),
 }
@@ -144,6 +165,8 @@ impl Command {
             Command::MotorParams { .. } => id::MOTOR_PARAMS,
             Command::Grip { .. } => id::GRIP,
             Command::Move { .. } => id::MOVE,
+            Command::MoveOmni { .. } => id::MOVE_OMNI,
+            Command::UpdateAll(slots) if any_sideways(slots) => id::UPDATE_ALL_OMNI,
             Command::UpdateAll(_) => id::UPDATE_ALL,
         }
     }
@@ -160,6 +183,7 @@ impl Command {
             Command::MotorParams { .. } => "motor",
             Command::Grip { .. } => "grip",
             Command::Move { .. } => "move",
+            Command::MoveOmni { .. } => "move-omni",
             Command::UpdateAll(_) => "update-all",
         }
     }
@@ -170,6 +194,9 @@ impl fmt::Display for Command {
         match self {
             Command::Move { linear, angular } => {
                 write!(f, "move {linear:.2} m/s {:.0}°/s", angular.to_degrees())
+            }
+            Command::MoveOmni { linear, lateral, angular } => {
+                write!(f, "move {linear:.2} m/s, {lateral:.2} m/s left, {:.0}°/s", angular.to_degrees())
             }
             Command::Grip { close } => write!(f, "grip {}", if *close { "close" } else { "open" }),
             Command::Lamp { on } => write!(f, "lamp {}", if *on { "on" } else { "off" }),
@@ -285,14 +312,23 @@ pub fn encode_into(cmd: &Command, packet: &mut Vec<u8>) {
             packet.extend(linear.to_le_bytes());
             packet.extend(angular.to_le_bytes());
         }
+        Command::MoveOmni { linear, lateral, angular } => {
+            for x in [linear, lateral, angular] {
+                packet.extend(x.to_le_bytes());
+            }
+        }
         Command::MotorParams { max_speed, max_turn } => {
             packet.extend(max_speed.to_le_bytes());
             packet.extend(max_turn.to_le_bytes());
         }
         Command::UpdateAll(slots) => {
+            let sideways = any_sideways(slots);
             for s in slots {
                 packet.extend(s.bot.to_le_bytes());
                 packet.extend(s.linear.to_le_bytes());
+                if sideways {
+                    packet.extend(s.lateral.to_le_bytes());
+                }
                 packet.extend(s.angular.to_le_bytes());
                 packet.push(u8::from(s.grip) | (u8::from(s.lamp) << 1));
             }
@@ -310,7 +346,8 @@ fn payload_len(cmd: &Command) -> usize {
         Command::Error { reason, .. } => 2 + reason.len().min(MAX_PAYLOAD - 2),
         Command::Lamp { .. } | Command::Grip { .. } => 1,
         Command::Move { .. } | Command::MotorParams { .. } => 8,
-        Command::UpdateAll(_) => UPDATE_ALL_SLOTS * SLOT_LEN,
+        Command::MoveOmni { .. } => 12,
+        Command::UpdateAll(_) => UPDATE_ALL_SLOTS * OMNI_SLOT_LEN,
     }
 }
 
@@ -425,6 +462,11 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
         id::LAMP => Command::Lamp { on: r.bool("lamp")? },
         id::GRIP => Command::Grip { close: r.bool("grip")? },
         id::MOVE => Command::Move { linear: r.finite("linear")?, angular: r.finite("angular")? },
+        id::MOVE_OMNI => Command::MoveOmni {
+            linear: r.finite("linear")?,
+            lateral: r.finite("lateral")?,
+            angular: r.finite("angular")?,
+        },
         id::MOTOR_PARAMS => {
             let max_speed = r.finite("max speed")?;
             let max_turn = r.finite("max turn")?;
@@ -450,7 +492,8 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
                         break;
                     }
                     let bot = u16::from_le_bytes([b[0], b[1]]);
-                    *slot = UpdateSlot { bot, linear, angular, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+                    *slot =
+                        UpdateSlot { bot, linear, angular, lateral: 0.0, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
                 }
                 if fast {
                     return Ok(Command::UpdateAll(slots));
@@ -467,7 +510,35 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
                         reason: format!("slot flags 0x{flags:02x} has unknown bits"),
                     });
                 }
-                *slot = UpdateSlot { bot, linear, angular, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+                *slot = UpdateSlot { bot, linear, angular, lateral: 0.0, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+            }
+            Command::UpdateAll(slots)
+        }
+        id::UPDATE_ALL_OMNI => {
+            if payload.len() != UPDATE_ALL_SLOTS * OMNI_SLOT_LEN {
+                return Err(PacketError::BadPayload {
+                    id,
+                    reason: format!(
+                        "{} payload bytes: {UPDATE_ALL_SLOTS} slots of {OMNI_SLOT_LEN} bytes make {}",
+                        payload.len(),
+                        UPDATE_ALL_SLOTS * OMNI_SLOT_LEN
+                    ),
+                });
+            }
+            let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
+            for slot in &mut slots {
+                let bot = r.u16("slot bot")?;
+                let linear = r.finite("slot linear")?;
+                let lateral = r.finite("slot lateral")?;
+                let angular = r.finite("slot angular")?;
+                let flags = r.u8("slot flags")?;
+                if flags > 3 {
+                    return Err(PacketError::BadPayload {
+                        id,
+                        reason: format!("slot flags 0x{flags:02x} has unknown bits"),
+                    });
+                }
+                *slot = UpdateSlot { bot, linear, angular, lateral, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
             }
             Command::UpdateAll(slots)
         }
@@ -489,6 +560,27 @@ mod tests {
         assert_eq!(&p[4..8], &1.0f32.to_le_bytes());
         assert_eq!(encode(&Command::Ping), vec![0x01, 0x00, 0, 0]);
         assert_eq!(encode(&Command::Grip { close: true }), vec![0x01, section::KICKER, 1, 0, 1]);
+    }
+
+    #[test]
+    fn sideways_speeds_travel_in_their_own_packets_and_leave_the_others_as_they_were() {
+        let p = encode(&Command::MoveOmni { linear: 0.1, lateral: -0.2, angular: 0.5 });
+        assert_eq!(&p[..4], &[0x02, section::MOVEMENT, 12, 0]);
+        assert_eq!(&p[8..12], &(-0.2f32).to_le_bytes());
+        let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
+        slots[0] = UpdateSlot { bot: 3, linear: 0.1, angular: 0.5, ..UpdateSlot::EMPTY };
+        let plain = encode(&Command::UpdateAll(slots));
+        assert_eq!((&plain[..2], plain.len()), (&[0x01, section::MULTICAST][..], 4 + UPDATE_ALL_SLOTS * SLOT_LEN));
+        slots[1] = UpdateSlot { bot: 4, lateral: 0.25, ..UpdateSlot::EMPTY };
+        let omni = encode(&Command::UpdateAll(slots));
+        assert_eq!((&omni[..2], omni.len()), (&[0x02, section::MULTICAST][..], 4 + UPDATE_ALL_SLOTS * OMNI_SLOT_LEN));
+        assert_eq!(decode(&omni), Ok(Command::UpdateAll(slots)));
+        // Short by a byte, or with a slot's sideways speed not a number: refused, with why.
+        let e = decode(&[&omni[..2], &[74, 0], &omni[4..78]].concat()).unwrap_err();
+        assert!(e.to_string().contains("5 slots of 15 bytes make 75"), "{e}");
+        let mut nan = omni.clone();
+        nan[4 + OMNI_SLOT_LEN + 6..4 + OMNI_SLOT_LEN + 10].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert!(decode(&nan).unwrap_err().to_string().contains("slot lateral is not a finite number"));
     }
 
     #[test]
@@ -524,8 +616,11 @@ mod tests {
     }
 
     fn slot() -> impl Strategy<Value = UpdateSlot> {
-        (any::<u16>(), finite(), finite(), any::<bool>(), any::<bool>())
-            .prop_map(|(bot, linear, angular, grip, lamp)| UpdateSlot { bot, linear, angular, grip, lamp })
+        // Mostly without a sideways speed, so that both packet layouts are made.
+        let lateral = prop_oneof![3 => Just(0.0f32), 1 => finite()];
+        (any::<u16>(), finite(), finite(), lateral, any::<bool>(), any::<bool>()).prop_map(
+            |(bot, linear, angular, lateral, grip, lamp)| UpdateSlot { bot, linear, angular, lateral, grip, lamp },
+        )
     }
 
     fn command() -> impl Strategy<Value = Command> {
@@ -562,6 +657,11 @@ mod tests {
             any::<bool>().prop_map(|on| Command::Lamp { on }),
             any::<bool>().prop_map(|close| Command::Grip { close }),
             (finite(), finite()).prop_map(|(linear, angular)| Command::Move { linear, angular }),
+            (finite(), finite(), finite()).prop_map(|(linear, lateral, angular)| Command::MoveOmni {
+                linear,
+                lateral,
+                angular
+            }),
             (0.0f32..1e6, 0.0f32..1e6).prop_map(|(max_speed, max_turn)| Command::MotorParams { max_speed, max_turn }),
             proptest::array::uniform5(slot()).prop_map(Command::UpdateAll),
         ]

@@ -23,8 +23,8 @@ pub fn obey(
     grip: &mut GripCommand,
     lamp: &mut LampState,
 ) -> bool {
-    let mut set = |linear: f32, angular: f32, close: Option<bool>, on: Option<bool>| {
-        let d = DriveCommand { linear, angular };
+    let mut set = |(linear, lateral, angular): (f32, f32, f32), close: Option<bool>, on: Option<bool>| {
+        let d = DriveCommand { linear, angular, lateral };
         if *drive != d {
             *drive = d;
         }
@@ -40,7 +40,8 @@ pub fn obey(
         }
     };
     match command {
-        Command::Move { linear, angular } => set(*linear, *angular, None, None),
+        Command::Move { linear, angular } => set((*linear, 0.0, *angular), None, None),
+        Command::MoveOmni { linear, lateral, angular } => set((*linear, *lateral, *angular), None, None),
         Command::Grip { close } => {
             if grip.close != *close {
                 grip.close = *close;
@@ -53,14 +54,14 @@ pub fn obey(
         }
         Command::UpdateAll(slots) => {
             if let Some(s) = slots.iter().find(|s| s.bot != EMPTY_SLOT && u32::from(s.bot) == index) {
-                set(s.linear, s.angular, Some(s.grip), Some(s.lamp));
+                set((s.linear, s.lateral, s.angular), Some(s.grip), Some(s.lamp));
             }
         }
         Command::MotorParams { max_speed, max_turn } => {
             robot.max_speed = *max_speed;
             robot.max_turn = *max_turn;
         }
-        Command::Disconnect => set(0.0, 0.0, None, None),
+        Command::Disconnect => set((0.0, 0.0, 0.0), None, None),
         Command::Ping | Command::StatusRequest => return true,
         Command::Status(_) | Command::Error { .. } => {}
     }
@@ -229,7 +230,7 @@ mod tests {
 
     fn parts() -> (Robot, DriveCommand, GripCommand, LampState) {
         (
-            Robot { index: 2, radius: 0.1, max_speed: 0.5, max_turn: 2.0 },
+            Robot { index: 2, radius: 0.1, max_speed: 0.5, max_turn: 2.0, max_lateral: 0.0 },
             DriveCommand::default(),
             GripCommand::default(),
             LampState::default(),
@@ -240,15 +241,15 @@ mod tests {
     fn a_bot_takes_its_own_slot_of_an_update_all_packet() {
         let (mut r, mut d, mut g, mut l) = parts();
         let mut slots = [UpdateSlot::EMPTY; 5];
-        slots[0] = UpdateSlot { bot: 1, linear: 9.0, angular: 9.0, grip: false, lamp: false };
-        slots[3] = UpdateSlot { bot: 2, linear: 0.3, angular: -0.5, grip: true, lamp: true };
+        slots[0] = UpdateSlot { bot: 1, linear: 9.0, angular: 9.0, lateral: 0.0, grip: false, lamp: false };
+        slots[3] = UpdateSlot { bot: 2, linear: 0.3, angular: -0.5, lateral: 0.0, grip: true, lamp: true };
         assert!(!obey(2, &Command::UpdateAll(slots), &mut r, &mut d, &mut g, &mut l));
-        assert_eq!(d, DriveCommand { linear: 0.3, angular: -0.5 });
+        assert_eq!(d, DriveCommand::new(0.3, -0.5));
         assert!(g.close && l.on);
         // A packet without its slot changes nothing.
         slots[3].bot = 4;
         obey(2, &Command::UpdateAll(slots), &mut r, &mut d, &mut g, &mut l);
-        assert_eq!(d, DriveCommand { linear: 0.3, angular: -0.5 });
+        assert_eq!(d, DriveCommand::new(0.3, -0.5));
     }
 
     #[test]

@@ -102,8 +102,9 @@ fn attach_controller(add: On<Add, Robot>, mut commands: Commands, mut p: AttachP
         ControllerSpec::Program {} => {
             commands.entity(add.entity).insert((kind, programs::Program::default()));
         }
-        ControllerSpec::Drive { linear, angular } => {
-            commands.entity(add.entity).insert((kind, simple::ConstantDrive { linear, angular: angular.to_radians() }));
+        ControllerSpec::Drive { linear, angular, lateral } => {
+            let drive = simple::ConstantDrive { linear, angular: angular.to_radians(), lateral };
+            commands.entity(add.entity).insert((kind, drive));
         }
         ControllerSpec::Wander { speed } => {
             let rng = stream(seed, "wander", u64::from(robot.index));

@@ -9,11 +9,13 @@ use crate::sim::rng::SimRng;
 use crate::sim::{Passes, RobotOrder, SimTime};
 use crate::skills::{Executor, SkillRequest, Velocity};
 
-/// Drives with a fixed linear (m/s) and angular (rad/s) command.
+/// Drives with a fixed linear (m/s), angular (rad/s) and sideways (m/s, a holonomic drive's)
+/// command.
 #[derive(Component, Debug, Clone, Copy, PartialEq)]
 pub struct ConstantDrive {
     pub linear: f32,
     pub angular: f32,
+    pub lateral: f32,
 }
 
 /// Random wandering: cruise with a gentle random curve, and after a bump back off while turning
@@ -65,7 +67,7 @@ fn request_velocity(executor: &Executor, request: &mut SkillRequest, skill: Velo
 
 pub(super) fn constant_drive(mut robots: Query<(&ConstantDrive, &Executor, &mut SkillRequest)>) {
     for (c, executor, mut request) in &mut robots {
-        request_velocity(executor, &mut request, Velocity { linear: c.linear, angular: c.angular });
+        request_velocity(executor, &mut request, Velocity { linear: c.linear, angular: c.angular, lateral: c.lateral });
     }
 }
 
@@ -78,7 +80,7 @@ pub(super) fn wander(
     // Each robot draws from its own stream and writes only its own request.
     passes.each_mut(order.0.len(), &mut robots, |(robot, bump, mut wander, executor, mut request)| {
         let (lin, ang) = wander.decide(bump.bumped, time.dt);
-        let skill = Velocity { linear: lin * robot.max_speed, angular: ang * robot.max_turn };
+        let skill = Velocity { linear: lin * robot.max_speed, angular: ang * robot.max_turn, lateral: 0.0 };
         request_velocity(executor, &mut request, skill);
     });
 }

@@ -312,6 +312,13 @@ fn record_robots(rec: &mut Recorder, step: u64, order: &RobotOrder, robots: &Que
         r.angular.push(mm(applied.angular));
         r.battery.push((battery.level() * 1000.0).round() as i32);
         r.flags.push(robot_flags(bump.is_touching(), grip.close, lamp.on, battery.charging));
+        r.cmd_lateral.push(mm(cmd.lateral));
+        r.lateral.push(mm(applied.lateral));
+    }
+    // Sideways columns only in a step where a robot has one.
+    if r.cmd_lateral.iter().chain(&r.lateral).all(|&v| v == 0) {
+        r.cmd_lateral.clear();
+        r.lateral.clear();
     }
     rec.emit(Record::new(step, Body::Robots(r)));
 }

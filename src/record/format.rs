@@ -120,6 +120,8 @@ impl Channel {
                     ("cmd_angular", ints("commanded turn rate, mrad/s")),
                     ("linear", ints("applied linear speed, mm/s")),
                     ("angular", ints("applied turn rate, mrad/s")),
+                    ("cmd_lateral", ints("commanded sideways speed, mm/s, to the left (only in steps where a holonomic robot moves sideways)")),
+                    ("lateral", ints("applied sideways speed, mm/s (as cmd_lateral)")),
                     ("battery", ints("charge, per mille of capacity")),
                     ("flags", ints("1 touching, 2 gripper closed, 4 lamp on, 8 charging")),
                 ],
@@ -362,6 +364,12 @@ pub struct RobotsRecord {
     pub cmd_angular: Vec<i32>,
     pub linear: Vec<i32>,
     pub angular: Vec<i32>,
+    /// Sideways speeds, commanded and applied: only in a step where some robot's is not 0 (a
+    /// holonomic drive's), so a recording without one is as it was before holonomic drives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cmd_lateral: Vec<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lateral: Vec<i32>,
     pub battery: Vec<i32>,
     pub flags: Vec<u8>,
 }
@@ -552,8 +560,15 @@ pub struct CommandInput {
     pub robot: u32,
     pub linear: f32,
     pub angular: f32,
+    /// Sideways, m/s (a holonomic drive's; not written when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lateral: f32,
     pub grip: bool,
     pub lamp: bool,
+}
+
+fn is_zero(x: &f32) -> bool {
+    *x == 0.0
 }
 
 /// A radio send of a robot driven from outside.

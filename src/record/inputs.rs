@@ -194,6 +194,7 @@ pub(super) fn commands_after_transmit(
                     robot: robot.index,
                     linear: drive.linear,
                     angular: drive.angular,
+                    lateral: drive.lateral,
                     grip: grip.close,
                     lamp: lamp.on,
                 };
@@ -212,13 +213,14 @@ pub(super) fn commands_after_transmit(
             }
             for (robot, _, mut drive, mut grip, mut lamp, link) in &mut robots {
                 if let Some(c) = record.commands.iter().find(|c| c.robot == robot.index) {
-                    *drive = DriveCommand { linear: c.linear, angular: c.angular };
+                    *drive = DriveCommand { linear: c.linear, angular: c.angular, lateral: c.lateral };
                     grip.close = c.grip;
                     lamp.on = c.lamp;
                     // The bot manager's next rounds carry the same commands, as they did live.
                     if let Some(mut link) = link {
                         let slot = &mut link.command;
-                        (slot.linear, slot.angular, slot.grip, slot.lamp) = (c.linear, c.angular, c.grip, c.lamp);
+                        (slot.linear, slot.angular, slot.lateral, slot.grip, slot.lamp) =
+                            (c.linear, c.angular, c.lateral, c.grip, c.lamp);
                     }
                 }
             }

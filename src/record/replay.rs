@@ -234,8 +234,8 @@ fn show(
         t.translation = Vec3::new(from_mm(x), from_mm(y), t.translation.z);
         t.rotation = Quat::from_rotation_z(from_mm(h));
         let at = |v: &Vec<i32>| v.get(i).copied().map_or(0.0, from_mm);
-        *cmd = DriveCommand { linear: at(&r.cmd_linear), angular: at(&r.cmd_angular) };
-        *applied = AppliedDrive { linear: at(&r.linear), angular: at(&r.angular) };
+        *cmd = DriveCommand { linear: at(&r.cmd_linear), angular: at(&r.cmd_angular), lateral: at(&r.cmd_lateral) };
+        *applied = AppliedDrive { linear: at(&r.linear), angular: at(&r.angular), lateral: at(&r.lateral) };
         if let Some(&b) = r.battery.get(i) {
             battery.charge = b as f32 / 1000.0 * battery.capacity;
         }

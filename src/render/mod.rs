@@ -401,6 +401,14 @@ fn draw_world(
         for s in [side, -side] {
             gizmos.line_2d(p + dir * robot.radius + s, p + dir * jaw + s, colour);
         }
+        if robot.max_lateral > 0.0 {
+            // Omni wheels: a short tick on each side, across the heading, where it can also go.
+            let (left, back) = (dir.perp(), dir * robot.radius * 0.3);
+            for s in [left, -left] {
+                let rim = p + s * robot.radius * 0.7;
+                gizmos.line_2d(rim - back, rim + back, colour);
+            }
+        }
         if lamp.on {
             for k in [0.15, 0.25, 0.35] {
                 gizmos.circle_2d(p, robot.radius * k, palette::LAMP);

@@ -91,8 +91,10 @@ impl Sensor for PoseSensor {
     fn carried_by(&self, _: &RobotSpec) -> bool {
         true
     }
-    fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
-        vec![ObsPart::unit("pose", 4), ObsPart::unit("motion", 2)]
+    fn parts(&self, robot: &RobotSpec) -> Vec<ObsPart> {
+        // A holonomic robot's motion has its sideways speed too.
+        let motion = if robot.drive.max_lateral() > 0.0 { 3 } else { 2 };
+        vec![ObsPart::unit("pose", 4), ObsPart::unit("motion", motion)]
     }
     fn observe(&self, r: &FilteredEntityRef, around: &Around, out: &mut [f32]) {
         match (r.get::<Transform>(), r.get::<Robot>(), r.get::<AppliedDrive>()) {
@@ -111,23 +113,40 @@ impl Sensor for PoseSensor {
         if let Some(a) = r.get::<AppliedDrive>() {
             reading.speed = [a.linear, a.angular];
         }
+        if let (Some(a), Some(robot)) = (r.get::<AppliedDrive>(), r.get::<Robot>())
+            && robot.max_lateral > 0.0
+        {
+            reading.lateral = Some(a.lateral);
+        }
         if let Some(o) = r.get::<Odometry>() {
             reading.odometry = [o.distance, o.collisions as f32];
         }
     }
     fn describe(&self, robot: &RobotSpec) -> serde_json::Value {
-        json!({ "radius": robot.radius, "max_speed": robot.max_speed, "max_turn": robot.max_turn.to_radians() })
+        let mut about =
+            json!({ "radius": robot.radius, "max_speed": robot.max_speed, "max_turn": robot.max_turn.to_radians() });
+        if let crate::scene::schema::DriveSpec::Holonomic { max_lateral } = robot.drive {
+            about["drive"] = json!("holonomic");
+            about["max_lateral"] = json!(max_lateral);
+        } else {
+            about["drive"] = json!("differential");
+        }
+        about
     }
     fn inspect(&self, r: &FilteredEntityRef, _: &Around, rows: &mut Vec<(String, String)>) {
         if let Some(t) = r.get::<Transform>() {
             let (p, heading) = pose(t);
             rows.push(("pose".into(), format!("({:.2}, {:.2}) m, {:.0}°", p.x, p.y, heading.to_degrees())));
         }
+        let omni = r.get::<Robot>().is_some_and(|robot| robot.max_lateral > 0.0);
         if let Some(a) = r.get::<AppliedDrive>() {
-            rows.push(("applied".into(), format!("{:.2} m/s, {:.0}°/s", a.linear, a.angular.to_degrees())));
+            let sideways = if omni { format!(", {:.2} m/s left", a.lateral) } else { String::new() };
+            rows.push(("applied".into(), format!("{:.2} m/s{sideways}, {:.0}°/s", a.linear, a.angular.to_degrees())));
         }
         if let Some(robot) = r.get::<Robot>() {
-            rows.push(("limits".into(), format!("{:.2} m/s, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees())));
+            let sideways = if omni { format!(", {:.2} m/s sideways", robot.max_lateral) } else { String::new() };
+            let limits = format!("{:.2} m/s{sideways}, {:.0}°/s", robot.max_speed, robot.max_turn.to_degrees());
+            rows.push(("limits".into(), limits));
         }
         if let Some(o) = r.get::<Odometry>() {
             rows.push(("distance".into(), format!("{:.2} m", o.distance)));
@@ -147,6 +166,9 @@ impl Values for PoseSensor {
         out[3] = heading.sin();
         out[4] = applied.linear / robot.max_speed.max(f32::EPSILON);
         out[5] = applied.angular / robot.max_turn.max(f32::EPSILON);
+        if let Some(sideways) = out.get_mut(6) {
+            *sideways = applied.lateral / robot.max_lateral.max(f32::EPSILON);
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! The differential drive and the battery. The drive clamps the commanded linear and angular
-//! speed to the robot's maxima (zero when the battery is empty) and hands the physics the
-//! velocity; walls and other bodies then stop the robot (rapier's contacts, or the kinematic
+//! The drive and the battery. The drive clamps the commanded linear, angular and (a holonomic
+//! drive's) sideways speed to the robot's maxima (zero when the battery is empty) and hands the
+//! physics the velocity; walls and other bodies then stop the robot (rapier's contacts, or the kinematic
 //! model's separation).
 
 use bevy::prelude::*;
@@ -17,6 +17,16 @@ use crate::world::{Seeable, SpatialIndex, Station};
 pub struct AppliedDrive {
     pub linear: f32,
     pub angular: f32,
+    /// Sideways, to the left, m/s: always 0 for a differential drive.
+    pub lateral: f32,
+}
+
+impl AppliedDrive {
+    /// The speed over the floor, m/s.
+    pub fn speed(&self) -> f32 {
+        // Exactly |linear| without a sideways part, as before holonomic drives.
+        if self.lateral == 0.0 { self.linear.abs() } else { self.linear.hypot(self.lateral) }
+    }
 }
 
 /// A battery: drains with time and motion, charges on a station.
@@ -69,6 +79,7 @@ pub fn limit(cmd: DriveCommand, robot: &Robot, battery: &Battery) -> AppliedDriv
     AppliedDrive {
         linear: finite(cmd.linear).clamp(-robot.max_speed, robot.max_speed),
         angular: finite(cmd.angular).clamp(-robot.max_turn, robot.max_turn),
+        lateral: finite(cmd.lateral).clamp(-robot.max_lateral, robot.max_lateral),
     }
 }
 
@@ -87,7 +98,9 @@ pub(super) fn apply_drive(
         *applied = a;
         // Unchanged (a robot driving straight and free), the body is left alone: rapier then
         // has nothing to take from it before the step.
-        let v = Velocity { linear: facing * a.linear, angular: a.angular };
+        // Sideways is the heading turned a quarter left: (-y, x).
+        let linear = if a.lateral == 0.0 { facing * a.linear } else { facing * a.linear + facing.perp() * a.lateral };
+        let v = Velocity { linear, angular: a.angular };
         if *velocity != v {
             *velocity = v;
         }
@@ -134,7 +147,7 @@ pub(super) fn update_battery(
                 .fold(0.0, f32::max),
             None => touching_rate,
         };
-        battery.step(time.dt, applied.linear, applied.angular, rate);
+        battery.step(time.dt, applied.speed(), applied.angular, rate);
     });
 }
 
@@ -163,22 +176,31 @@ mod tests {
     use super::*;
 
     fn robot() -> Robot {
-        Robot { index: 0, radius: 0.1, max_speed: 0.5, max_turn: 2.0 }
+        Robot { index: 0, radius: 0.1, max_speed: 0.5, max_turn: 2.0, max_lateral: 0.0 }
     }
 
     #[test]
     fn commands_are_clamped_to_the_maxima() {
         let b = Battery::new(10.0, 10.0, 0.0, 0.0, 0.0);
-        let a = limit(DriveCommand { linear: 3.0, angular: -9.0 }, &robot(), &b);
-        assert_eq!(a, AppliedDrive { linear: 0.5, angular: -2.0 });
-        let a = limit(DriveCommand { linear: f32::NAN, angular: 1.0 }, &robot(), &b);
-        assert_eq!(a, AppliedDrive { linear: 0.0, angular: 1.0 });
+        let a = limit(DriveCommand::new(3.0, -9.0), &robot(), &b);
+        assert_eq!(a, AppliedDrive { linear: 0.5, angular: -2.0, lateral: 0.0 });
+        let a = limit(DriveCommand::new(f32::NAN, 1.0), &robot(), &b);
+        assert_eq!(a, AppliedDrive { linear: 0.0, angular: 1.0, lateral: 0.0 });
+        // A differential drive applies nothing sideways; a holonomic one up to its own limit.
+        let sideways = DriveCommand { linear: 0.1, angular: 0.0, lateral: -0.4 };
+        assert_eq!(limit(sideways, &robot(), &b).lateral, 0.0);
+        let omni = Robot { max_lateral: 0.25, ..robot() };
+        assert_eq!(limit(sideways, &omni, &b), AppliedDrive { linear: 0.1, angular: 0.0, lateral: -0.25 });
+        let nan = DriveCommand { lateral: f32::NAN, ..sideways };
+        assert_eq!(limit(nan, &omni, &b).lateral, 0.0);
+        assert_eq!(AppliedDrive { linear: 0.3, angular: 0.0, lateral: -0.4 }.speed(), 0.5);
+        assert_eq!(AppliedDrive { linear: -0.3, angular: 1.0, lateral: 0.0 }.speed(), 0.3);
     }
 
     #[test]
     fn an_empty_battery_stops_the_drive() {
         let b = Battery::new(10.0, 0.0, 0.0, 0.0, 0.0);
-        assert_eq!(limit(DriveCommand { linear: 0.3, angular: 1.0 }, &robot(), &b), AppliedDrive::default());
+        assert_eq!(limit(DriveCommand::new(0.3, 1.0), &robot(), &b), AppliedDrive::default());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Robots: a disc-shaped dynamic body with a differential drive, a gripper that holds one pen,
+//! Robots: a disc-shaped dynamic body with a differential or holonomic drive, a gripper that holds one pen,
 //! a battery, a lamp, and four sensors (bump, camera, grip, power) and, when the scene gives it
 //! one, a range sensor; every reader sees them through the sensor [`registry`] (declared in
 //! [`builtin`]). This floor knows only the
@@ -39,6 +39,8 @@ pub struct Robot {
     pub max_speed: f32,
     /// rad/s.
     pub max_turn: f32,
+    /// m/s sideways: 0 for a differential drive, the holonomic drive's limit otherwise.
+    pub max_lateral: f32,
 }
 
 /// A robot whose body lives outside crsim (an outside bot): its pose and battery come from its
@@ -50,8 +52,19 @@ pub struct ReportedPose;
 /// What the controller wants from the wheels this step, before limits: m/s and rad/s.
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq)]
 pub struct DriveCommand {
+    /// Forward, m/s.
     pub linear: f32,
+    /// Counter-clockwise, rad/s.
     pub angular: f32,
+    /// Sideways, to the left, m/s (a holonomic drive's; a differential drive applies none).
+    pub lateral: f32,
+}
+
+impl DriveCommand {
+    /// Forward and turning, nothing sideways.
+    pub const fn new(linear: f32, angular: f32) -> Self {
+        Self { linear, angular, lateral: 0.0 }
+    }
 }
 
 /// What the controller wants from the gripper: closed holds a pen, open releases it.
@@ -235,7 +248,13 @@ pub fn spawn_robot(world: &mut World, spec: &RobotSpec, index: u32, den: Option<
     robot.insert((
         Name::new(spec.name.clone()),
         SceneEntity,
-        Robot { index, radius: spec.radius, max_speed: spec.max_speed, max_turn: spec.max_turn.to_radians() },
+        Robot {
+            index,
+            radius: spec.radius,
+            max_speed: spec.max_speed,
+            max_turn: spec.max_turn.to_radians(),
+            max_lateral: spec.drive.max_lateral(),
+        },
         Seeable::Robot,
         DiscRadius(spec.radius),
         transform2d(pos, spec.pose.2.to_radians()),

@@ -21,6 +21,8 @@ use bevy::ecs::world::FilteredEntityRef;
 use bevy::prelude::*;
 use serde::Serialize;
 
+use crate::scene::SceneFile;
+use crate::scene::error::SceneError;
 use crate::scene::schema::RobotSpec;
 use crate::world::Arena;
 
@@ -28,6 +30,18 @@ use crate::world::Arena;
 /// and motion, battery, bump, gripper, camera, the radio's count of messages heard, and the
 /// range sensor when the scene gives it one.
 pub const DEFAULT_SENSORS: [&str; 7] = ["pose", "battery", "bump", "gripper", "camera", "radio", "range"];
+
+/// Sensor list errors [`SensorRegistry::check`] reports before it stops (a swarm of one kind
+/// would repeat one mistake for every robot).
+const MAX_SENSOR_ERRORS: usize = 20;
+
+/// What a built-in sensor a robot cannot carry needs.
+fn needs(sensor: &str) -> &'static str {
+    match sensor {
+        "range" => " (it has no range_sensor)",
+        _ => "",
+    }
+}
 
 /// One part of a robot's observation vector: what `observation=[...]` names, how many values it
 /// has, and the bounds each value lies in.
@@ -98,6 +112,9 @@ pub struct SensorReading {
     pub pose: [f32; 3],
     /// The applied `[linear m/s, angular rad/s]` of the last step.
     pub speed: [f32; 2],
+    /// The applied sideways speed of the last step, m/s to the left (only for a holonomic robot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateral: Option<f32>,
     /// Battery level, 0..1.
     pub battery: f32,
     pub charging: bool,
@@ -133,7 +150,8 @@ pub trait Sensor: Send + Sync + 'static {
     /// reader sees every sensor.
     fn reading_fields(&self) -> &'static [&'static str];
 
-    /// Whether a robot of this spec carries it.
+    /// Whether a robot of this spec carries it when the robot lists no `sensors` of its own, and
+    /// whether it can carry it when it does (a robot listing it that cannot is a scene error).
     fn carried_by(&self, robot: &RobotSpec) -> bool;
 
     /// The parts of the observation it gives a robot of this spec, in order.
@@ -277,6 +295,34 @@ impl SensorRegistry {
         &self.refused
     }
 
+    /// What is wrong with a scene's sensor lists for this registry, robot by robot: a name not
+    /// registered (with the names that are), or a sensor the robot cannot carry (a `range` with
+    /// no `range_sensor`, say).
+    pub fn check(&self, scene: &SceneFile) -> Vec<SceneError> {
+        let mut errors = Vec::new();
+        for r in &scene.robots {
+            let Some(names) = &r.sensors else { continue };
+            let item = || format!("robot \"{}\"", r.name);
+            for name in names {
+                let message = match self.id(name) {
+                    None => format!(
+                        "sensors names {name:?}, which is not a registered sensor (registered: {})",
+                        self.names().join(", ")
+                    ),
+                    Some(id) if !self.get(id).carried_by(r) => {
+                        format!("sensors names {name:?}, which this robot cannot carry{}", needs(name))
+                    }
+                    Some(_) => continue,
+                };
+                errors.push(SceneError { item: item(), message });
+                if errors.len() >= MAX_SENSOR_ERRORS {
+                    return errors;
+                }
+            }
+        }
+        errors
+    }
+
     /// The sensor registered under `name`.
     pub fn id(&self, name: &str) -> Option<SensorId> {
         self.sensors.iter().position(|s| s.name() == name).map(|i| SensorId(i as u16))
@@ -312,10 +358,14 @@ impl SensorRegistry {
         names
     }
 
-    /// The sensors a robot of this spec carries, in the order its readers walk them: the
-    /// [`DEFAULT_SENSORS`] it has, in their order, then every other sensor that
-    /// [`Sensor::carried_by`] gives it, in the order they were registered.
+    /// The sensors a robot of this spec carries, in the order its readers walk them: those its
+    /// `sensors` names, in that order (a name not registered is skipped: [`SensorRegistry::check`]
+    /// reports it); without that list, the [`DEFAULT_SENSORS`] it has, in their order, then every
+    /// other sensor that [`Sensor::carried_by`] gives it, in the order they were registered.
     pub fn carried(&self, robot: &RobotSpec) -> Carried {
+        if let Some(names) = &robot.sensors {
+            return Carried(names.iter().filter_map(|n| self.id(n)).collect());
+        }
         let defaults = DEFAULT_SENSORS.iter().filter_map(|n| self.id(n));
         let others = self.iter().map(|(id, _)| id).filter(|&id| !DEFAULT_SENSORS.contains(&self.get(id).name()));
         Carried(defaults.chain(others).filter(|&id| self.get(id).carried_by(robot)).collect())

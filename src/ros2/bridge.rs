@@ -502,15 +502,17 @@ impl Timeout {
     }
 }
 
-/// The program action of a `cmd_vel` command: forward speed and turn rate within the robot's
-/// maxima (a diff-drive robot ignores the other four values, as ROS 2's diff drive controller
-/// does).
-pub fn command_action(name: &str, twist: &msgs::Twist, max_speed: f32, max_turn: f32) -> RobotAction {
-    let linear = (twist.linear.x as f32).clamp(-max_speed, max_speed);
-    let angular = (twist.angular.z as f32).clamp(-max_turn, max_turn);
+/// The program action of a `cmd_vel` command: forward speed, sideways speed (`linear.y`, a
+/// holonomic robot's; 0 for a differential one) and turn rate within the robot's maxima (a
+/// diff-drive robot ignores the other four values, as ROS 2's diff drive controller does; a
+/// holonomic one the other three, as its omni-wheel controllers do).
+pub fn command_action(name: &str, twist: &msgs::Twist, robot: &Robot) -> RobotAction {
+    let linear = (twist.linear.x as f32).clamp(-robot.max_speed, robot.max_speed);
+    let angular = (twist.angular.z as f32).clamp(-robot.max_turn, robot.max_turn);
+    let lateral = (twist.linear.y as f32).clamp(-robot.max_lateral, robot.max_lateral);
     RobotAction {
         name: name.to_string(),
-        drive: Some([linear, angular]),
+        drive: Some([linear, angular, lateral]),
         skill: None,
         grip: None,
         lamp: None,
@@ -551,7 +553,7 @@ pub(super) fn receive(
         }
         if let Ok((name, robot, mut program)) = robots.get_mut(r.entity) {
             let mut action = match twist {
-                Some(t) => command_action(name, &t, robot.max_speed, robot.max_turn),
+                Some(t) => command_action(name, &t, robot),
                 None => RobotAction {
                     name: name.to_string(),
                     drive: None,
@@ -764,12 +766,19 @@ mod tests {
 
     #[test]
     fn a_command_drives_forward_and_turns_within_the_robots_maxima() {
+        let robot = Robot { index: 0, radius: 0.1, max_speed: 0.3, max_turn: 2.0, max_lateral: 0.0 };
         let mut t = msgs::Twist::default();
         (t.linear.x, t.linear.y, t.angular.z) = (0.2, 5.0, -0.5);
-        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([0.2, -0.5]));
+        assert_eq!(command_action("a", &t, &robot).drive, Some([0.2, -0.5, 0.0]), "no sideways on a diff drive");
         (t.linear.x, t.angular.z) = (9.0, 9.0);
-        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([0.3, 2.0]));
+        assert_eq!(command_action("a", &t, &robot).drive, Some([0.3, 2.0, 0.0]));
         (t.linear.x, t.angular.z) = (-9.0, -9.0);
-        assert_eq!(command_action("a", &t, 0.3, 2.0).drive, Some([-0.3, -2.0]));
+        assert_eq!(command_action("a", &t, &robot).drive, Some([-0.3, -2.0, 0.0]));
+        // A holonomic robot takes linear.y as its sideways speed, within its own limit.
+        let omni = Robot { max_lateral: 0.25, ..robot };
+        (t.linear.x, t.linear.y, t.angular.z) = (0.1, -0.2, 0.0);
+        assert_eq!(command_action("a", &t, &omni).drive, Some([0.1, 0.0, -0.2]));
+        t.linear.y = 5.0;
+        assert_eq!(command_action("a", &t, &omni).drive, Some([0.1, 0.0, 0.25]));
     }
 }

@@ -248,7 +248,14 @@ pub(super) fn gather(
         }
         if state_due {
             let (p, heading) = pose(t);
-            let state = RobotState { x: p.x, y: p.y, heading, linear: drive.linear, angular: drive.angular };
+            let state = RobotState {
+                x: p.x,
+                y: p.y,
+                heading,
+                linear: drive.linear,
+                lateral: drive.lateral,
+                angular: drive.angular,
+            };
             batch.push(Sample::Odom(i, Box::new(msgs::odometry(&state, stamp, frames))));
             let transform = msgs::transform(&state, stamp, frames);
             match settings.tf {

@@ -267,8 +267,10 @@ pub struct RobotState {
     pub x: f32,
     pub y: f32,
     pub heading: f32,
-    /// Speeds the drive applies: m/s forward, rad/s counter-clockwise.
+    /// Speeds the drive applies: m/s forward, m/s to the left (a holonomic drive's), rad/s
+    /// counter-clockwise.
     pub linear: f32,
+    pub lateral: f32,
     pub angular: f32,
 }
 
@@ -319,7 +321,7 @@ pub fn odometry(state: &RobotState, stamp: Time, (odom, base): (&str, &str)) -> 
         },
         twist: TwistWithCovariance {
             twist: Twist {
-                linear: Vector3 { x: state.linear as f64, ..Default::default() },
+                linear: Vector3 { x: state.linear as f64, y: state.lateral as f64, z: 0.0 },
                 angular: Vector3 { z: state.angular as f64, ..Default::default() },
             },
             covariance: Covariance::diagonal([1e-6, 1e-6, 1e-9, 1e-9, 1e-9, 1e-6]),
@@ -503,7 +505,7 @@ mod tests {
 
     #[test]
     fn odometry_carries_the_pose_and_the_twist_in_the_robots_frames() {
-        let s = RobotState { x: 1.5, y: -2.0, heading: 0.25, linear: 0.3, angular: -0.1 };
+        let s = RobotState { x: 1.5, y: -2.0, heading: 0.25, linear: 0.3, lateral: 0.0, angular: -0.1 };
         let f = frames("/alpha");
         let o = odometry(&s, Time::from_seconds(1.5), (&f.0, &f.1));
         assert_eq!((o.header.frame_id.as_str(), o.child_frame_id.as_str()), ("alpha/odom", "alpha/base_link"));

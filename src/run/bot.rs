@@ -294,7 +294,7 @@ mod tests {
         let mut bot = emulator();
         assert_eq!(bot.id, 1);
         let mut slots = [UpdateSlot::EMPTY; 5];
-        slots[2] = UpdateSlot { bot: 1, linear: 0.5, angular: 0.0, grip: false, lamp: true };
+        slots[2] = UpdateSlot { bot: 1, linear: 0.5, angular: 0.0, lateral: 0.0, grip: false, lamp: true };
         let mut x = 2.0;
         for _ in 0..10 {
             let Some(Command::Status(s)) = bot.take(&encode(&Command::UpdateAll(slots))) else { panic!() };
@@ -328,7 +328,7 @@ mod tests {
         let mut bot = emulator();
         let mut rng = crate::sim::rng::stream(4, "bot-fuzz", 0);
         let mut slots = [UpdateSlot::EMPTY; 5];
-        slots[0] = UpdateSlot { bot: 1, linear: 0.1, angular: 0.2, grip: true, lamp: false };
+        slots[0] = UpdateSlot { bot: 1, linear: 0.1, angular: 0.2, lateral: 0.0, grip: true, lamp: false };
         let valid = [
             encode(&Command::UpdateAll(slots)),
             encode(&Command::Move { linear: 0.2, angular: 0.0 }),

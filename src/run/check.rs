@@ -33,7 +33,13 @@ pub fn check_file(f: &std::path::Path) -> Result<(), String> {
     if is_structure_text(&text) {
         parse_network(&text, &f.display().to_string()).map(|_| ())
     } else {
-        crate::scene::load_scene_file(f).map(|_| ()).map_err(|e| e.to_string())
+        let (scene, _) = crate::scene::load_scene_file(f).map_err(|e| e.to_string())?;
+        // The sensors its robots name, as crsim registers them.
+        let problems = super::standard_sensors().check(&scene);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(problems.iter().map(|e| format!("{}: {e}", f.display())).collect::<Vec<_>>().join("\n"))
     }
 }
 

@@ -10,6 +10,7 @@
 use bevy::prelude::*;
 
 use super::physics;
+use crate::robot::registry::SensorRegistry;
 use crate::robot::spawn_robot;
 use crate::scene::{
     ActiveScene, PendingScene, SceneEntity, SceneFile, SceneLoaded, SceneOverrides, SceneSource, SceneStatus,
@@ -27,9 +28,28 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(PreUpdate, apply_pending_scene.in_set(LoadSystems::Load));
 }
 
+/// Loads the scene asked for, unless its robots name sensors the app's registry does not have
+/// (or they cannot carry): then the running simulation goes on, and the scene's status (and a
+/// headless run's opening errors) say why.
 fn apply_pending_scene(world: &mut World) {
-    if let Some((scene, source)) = world.resource_mut::<PendingScene>().0.take() {
-        load_now(world, scene, source);
+    let Some((scene, source)) = world.resource_mut::<PendingScene>().0.take() else { return };
+    let problems = world.get_resource::<SensorRegistry>().map_or_else(Vec::new, |r| r.check(&scene));
+    if problems.is_empty() {
+        return load_now(world, scene, source);
+    }
+    let said: Vec<String> = problems.iter().map(|e| format!("{}: {e}", source.label())).collect();
+    for line in &said {
+        error!("{line}");
+    }
+    if let Some(mut opening) = world.get_resource_mut::<super::runner::OpeningErrors>() {
+        opening.0.extend(said.iter().cloned());
+    }
+    world.resource_mut::<SceneStatus>().error = Some(said.join("\n"));
+    // Nothing ran before: an empty room of the scene's size stands in, so that every system has
+    // a scene to read while the app shows the error (and a headless run stops on it).
+    if world.get_resource::<ActiveScene>().is_none() {
+        let empty = SceneFile::empty(scene.name.clone(), scene.arena.width, scene.arena.height);
+        load_now(world, empty, source);
     }
 }
 

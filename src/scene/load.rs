@@ -67,15 +67,35 @@ pub fn parse_scene(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> 
 
 /// Parses scene text, applies `overrides` and validates the result.
 pub fn parse_scene_with(text: &str, path: &str, overrides: &SceneOverrides) -> Result<SceneFile, SceneLoadError> {
-    let mut scene = parse_unchecked(text, path)?;
+    let options = ron_options();
+    let mut scene = parse_text(text, path, &options)?;
     let mut errors = overrides.apply(&mut scene);
+    // After the overrides: a kind they changed reaches its robots, a robot field they set is the
+    // robot's own.
+    if errors.is_empty()
+        && let Err(e) = super::kinds::apply_kinds(&mut scene, text, &options, |i, name, field| {
+            overrides.sets_robot_field(i, name, field)
+        })
+    {
+        errors.push(e);
+    }
     errors.extend(validate(&scene));
     if errors.is_empty() { Ok(scene) } else { Err(SceneLoadError::Invalid { path: path.to_string(), errors }) }
 }
 
 /// Parses scene text without the semantic checks (the editor shows those on the items).
+/// Robots of a kind have its fields (see [`super::kinds`]).
 pub fn parse_unchecked(text: &str, path: &str) -> Result<SceneFile, SceneLoadError> {
-    ron_options().from_str(text).map_err(|e| SceneLoadError::Syntax {
+    let options = ron_options();
+    let mut scene = parse_text(text, path, &options)?;
+    super::kinds::apply_kinds(&mut scene, text, &options, |_, _, _| false)
+        .map_err(|e| SceneLoadError::Invalid { path: path.to_string(), errors: vec![e] })?;
+    Ok(scene)
+}
+
+/// The scene as the text writes it: RON syntax errors with their line and column.
+fn parse_text(text: &str, path: &str, options: &ron::Options) -> Result<SceneFile, SceneLoadError> {
+    options.from_str(text).map_err(|e| SceneLoadError::Syntax {
         path: path.to_string(),
         line: e.span.start.line,
         col: e.span.start.col,
@@ -309,7 +329,7 @@ mod reference {
             through_walls: false,
         });
         let controllers = [
-            ControllerSpec::Drive { linear: 0.1, angular: 0.0 },
+            ControllerSpec::Drive { linear: 0.1, angular: 0.0, lateral: 0.0 },
             ControllerSpec::Wander { speed: 0.5 },
             ControllerSpec::External { port: 0 },
             ControllerSpec::Explorer { strategy: StrategySpec::Rings, sonar: false },

@@ -10,6 +10,7 @@ use bevy::prelude::*;
 pub mod edit;
 pub mod error;
 pub mod geometry;
+pub mod kinds;
 pub mod load;
 pub mod network;
 pub mod overlap;

@@ -70,6 +70,23 @@ impl SceneOverrides {
         errors
     }
 
+    /// Whether the overrides set robot number `index`'s (called `name`) `field` themselves: a
+    /// `--set robots[...].FIELD...` that picks it, or `--programs` naming it (its controller).
+    pub fn sets_robot_field(&self, index: usize, name: &str, field: &str) -> bool {
+        use super::path::Segment;
+        let programs = field == "controller" && self.programs.iter().any(|p| p == "all" || p == name);
+        programs
+            || self.sets.iter().any(|s| match &s.path.segments[..] {
+                [Segment::Field(list), pick, Segment::Field(f), ..] if list == "robots" && f == field => match pick {
+                    Segment::Index(i) => *i == index,
+                    Segment::Name(n) => n == name,
+                    Segment::All => true,
+                    Segment::Field(_) => false,
+                },
+                _ => false,
+            })
+    }
+
     /// The `--set` values, through the scene's serde form, so a path names fields as the file
     /// does and a value is checked against the type of what it replaces.
     fn apply_sets(&self, scene: &mut SceneFile) -> Vec<SceneError> {

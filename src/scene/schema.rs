@@ -50,6 +50,11 @@ pub struct SceneFile {
     /// Fixed sonar beams that report robots crossing them.
     pub sonars: Vec<SonarSpec>,
     #[serde(default)]
+    /// Robot kinds by name: a kind gives the robots that name it their body, drive, sensors,
+    /// controller and radio, every field a robot does not set itself (`kinds: { "scout": (radius:
+    /// 0.06, range_sensor: (rays: 8)) }`, then `(name: "s1", kind: "scout", pose: (1, 1, 0))`).
+    pub kinds: std::collections::BTreeMap<String, KindSpec>,
+    #[serde(default)]
     /// The robots, in the order that gives each its index (its bot id in packets).
     pub robots: Vec<RobotSpec>,
     /// System-level parameters of the communication model.
@@ -541,7 +546,7 @@ pub struct SonarSpec {
     pub through_walls: bool,
 }
 
-/// A robot: a disc with a differential drive, a gripper, a battery and its sensors.
+/// A robot: a disc with a drive, a gripper, a battery and its sensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RobotSpec {
@@ -552,6 +557,10 @@ pub struct RobotSpec {
     #[serde(default)]
     /// The name of its den (an explorer needs one).
     pub den: Option<String>,
+    #[serde(default)]
+    /// Its kind, a name in the scene's `kinds`: each field below that the robot does not set
+    /// comes from the kind.
+    pub kind: Option<String>,
     #[serde(default = "default_robot_radius")]
     /// Metres, of its disc.
     pub radius: f32,
@@ -561,6 +570,14 @@ pub struct RobotSpec {
     /// Maximum turn rate, degrees per second.
     #[serde(default = "default_max_turn")]
     pub max_turn: f32,
+    /// Its wheels: `Differential` (forward and turning) or `Holonomic` (sideways too).
+    #[serde(default)]
+    pub drive: DriveSpec,
+    /// The registered sensors it carries, by name, in the order of its observation: `["pose",
+    /// "range"]`. When absent, every built-in sensor (`range` when it has a `range_sensor`) and
+    /// those a plugin registered for it.
+    #[serde(default)]
+    pub sensors: Option<Vec<String>>,
     #[serde(default)]
     /// Its battery.
     pub battery: BatterySpec,
@@ -584,6 +601,152 @@ pub struct RobotSpec {
     /// its pose and battery.
     #[serde(default)]
     pub outside: Option<String>,
+}
+
+/// How a robot's wheels move it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum DriveSpec {
+    /// Two driven wheels: forward and back up to `max_speed`, turning up to `max_turn`.
+    #[default]
+    Differential,
+    /// Omni wheels, as seed 004's bots have: forward and back up to `max_speed`, sideways (to the
+    /// left when positive) up to `max_lateral` m/s, and turning up to `max_turn`, each limited on
+    /// its own.
+    Holonomic {
+        /// The sideways speed limit, m/s.
+        max_lateral: f32,
+    },
+}
+
+impl DriveSpec {
+    /// The sideways speed limit, m/s: 0 for a differential drive.
+    pub fn max_lateral(&self) -> f32 {
+        match self {
+            DriveSpec::Differential => 0.0,
+            DriveSpec::Holonomic { max_lateral } => *max_lateral,
+        }
+    }
+}
+
+/// A kind of robot: what every robot of the kind is unless it says otherwise. The fields are a
+/// robot's (see there), with the same defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KindSpec {
+    #[serde(default = "default_robot_radius")]
+    /// Metres, of its disc.
+    pub radius: f32,
+    /// Maximum linear speed, m/s.
+    #[serde(default = "default_max_speed")]
+    pub max_speed: f32,
+    /// Maximum turn rate, degrees per second.
+    #[serde(default = "default_max_turn")]
+    pub max_turn: f32,
+    /// Its wheels.
+    #[serde(default)]
+    pub drive: DriveSpec,
+    /// The registered sensors it carries, by name, in the order of its observation.
+    #[serde(default)]
+    pub sensors: Option<Vec<String>>,
+    #[serde(default)]
+    /// Its battery.
+    pub battery: BatterySpec,
+    #[serde(default)]
+    /// Its camera.
+    pub camera: CameraSpec,
+    #[serde(default)]
+    /// Its range sensor, if it has one.
+    pub range_sensor: Option<RangeSensorSpec>,
+    /// How far in front of the body the gripper reaches for a pen, metres.
+    #[serde(default = "default_grip_reach")]
+    pub grip_reach: f32,
+    #[serde(default)]
+    /// What drives it.
+    pub controller: ControllerSpec,
+    #[serde(default)]
+    /// Its radio's abilities and parameters.
+    pub comms: RobotCommsSpec,
+}
+
+impl Default for KindSpec {
+    fn default() -> Self {
+        let r = RobotSpec::new("", 0.0, 0.0, 0.0);
+        KindSpec {
+            radius: r.radius,
+            max_speed: r.max_speed,
+            max_turn: r.max_turn,
+            drive: r.drive,
+            sensors: r.sensors,
+            battery: r.battery,
+            camera: r.camera,
+            range_sensor: r.range_sensor,
+            grip_reach: r.grip_reach,
+            controller: r.controller,
+            comms: r.comms,
+        }
+    }
+}
+
+impl KindSpec {
+    /// The names of the fields a kind gives its robots (a robot's fields of the same names).
+    pub const FIELDS: [&'static str; 11] = [
+        "radius",
+        "max_speed",
+        "max_turn",
+        "drive",
+        "sensors",
+        "battery",
+        "camera",
+        "range_sensor",
+        "grip_reach",
+        "controller",
+        "comms",
+    ];
+
+    /// Gives `robot` every field of the kind but those `own(field)` says the robot set itself.
+    pub fn apply(&self, robot: &mut RobotSpec, own: impl Fn(&str) -> bool) {
+        let take = |field: &str| !own(field);
+        if take("radius") {
+            robot.radius = self.radius;
+        }
+        if take("max_speed") {
+            robot.max_speed = self.max_speed;
+        }
+        if take("max_turn") {
+            robot.max_turn = self.max_turn;
+        }
+        if take("drive") {
+            robot.drive = self.drive;
+        }
+        if take("sensors") {
+            robot.sensors.clone_from(&self.sensors);
+        }
+        if take("battery") {
+            robot.battery = self.battery.clone();
+        }
+        if take("camera") {
+            robot.camera = self.camera.clone();
+        }
+        if take("range_sensor") {
+            robot.range_sensor.clone_from(&self.range_sensor);
+        }
+        if take("grip_reach") {
+            robot.grip_reach = self.grip_reach;
+        }
+        if take("controller") {
+            robot.controller = self.controller.clone();
+        }
+        if take("comms") {
+            robot.comms = self.comms.clone();
+        }
+    }
+
+    /// A robot of this kind and every field from it, for the checks a robot's fields get.
+    pub fn robot(&self, name: &str) -> RobotSpec {
+        let mut r = RobotSpec::new(name, 0.0, 0.0, 0.0);
+        self.apply(&mut r, |_| false);
+        r
+    }
 }
 
 /// Battery: charge in abstract units; drain per second idle, per metre driven and per radian
@@ -670,8 +833,14 @@ pub enum ControllerSpec {
     /// Stands still.
     #[default]
     Idle,
-    /// Constant command: linear speed (m/s) and turn rate (deg/s), clamped to the maxima.
-    Drive { linear: f32, angular: f32 },
+    /// Constant command: linear speed (m/s) and turn rate (deg/s), and for a holonomic robot a
+    /// sideways speed (m/s, to the left), clamped to the maxima.
+    Drive {
+        linear: f32,
+        angular: f32,
+        #[serde(default)]
+        lateral: f32,
+    },
     /// Wanders: drives forward at `speed` × max speed, turns away after a bump and changes
     /// heading at random (seeded) every few seconds.
     Wander {
@@ -893,9 +1062,12 @@ impl RobotSpec {
             name: name.into(),
             pose: (x, y, heading_deg),
             den: None,
+            kind: None,
             radius: default_robot_radius(),
             max_speed: default_max_speed(),
             max_turn: default_max_turn(),
+            drive: DriveSpec::Differential,
+            sensors: None,
             battery: BatterySpec::default(),
             camera: CameraSpec::default(),
             range_sensor: None,
@@ -923,6 +1095,7 @@ impl SceneFile {
             dens: vec![],
             stations: vec![],
             sonars: vec![],
+            kinds: Default::default(),
             robots: vec![],
             comms: CommsSpec::default(),
             botlink: BotlinkSpec::default(),

@@ -247,16 +247,42 @@ fn check_items(scene: &SceneFile, err: &mut Report) {
         }
     }
     for r in &scene.robots {
-        check_robot(r, err);
+        let item = format!("robot \"{}\"", r.name);
+        if !(finite2((r.pose.0, r.pose.1)) && r.pose.2.is_finite()) {
+            err(
+                item.clone(),
+                format!("pose must be finite numbers, the position within {MAX_COORDINATE} m of the origin"),
+            );
+        }
+        check_robot(r, &item, err);
+    }
+    check_kinds(scene, err);
+}
+
+/// Each robot's kind is one of the scene's, and each kind's values are what a robot's must be.
+fn check_kinds(scene: &SceneFile, err: &mut Report) {
+    for r in &scene.robots {
+        if let Some(kind) = &r.kind
+            && !scene.kinds.contains_key(kind)
+        {
+            let have = scene.kinds.keys().map(|k| format!("{k:?}")).collect::<Vec<_>>();
+            let have = if have.is_empty() { "it has none".to_string() } else { have.join(", ") };
+            err(format!("robot \"{}\"", r.name), format!("kind {kind:?} is not one of the scene's kinds ({have})"));
+        }
+    }
+    for (name, kind) in &scene.kinds {
+        let item = format!("kind {name:?}");
+        if name.is_empty() {
+            err(item.clone(), "a kind's name must not be empty".into());
+        } else if let Some(problem) = control_character(name) {
+            err(item.clone(), problem);
+        }
+        check_robot(&kind.robot(name), &item, err);
     }
 }
 
-fn check_robot(r: &RobotSpec, err: &mut Report) {
-    let item = format!("robot \"{}\"", r.name);
-    let mut e = |m: String| err(item.clone(), m);
-    if !(finite2((r.pose.0, r.pose.1)) && r.pose.2.is_finite()) {
-        e(format!("pose must be finite numbers, the position within {MAX_COORDINATE} m of the origin"));
-    }
+fn check_robot(r: &RobotSpec, item: &str, err: &mut Report) {
+    let mut e = |m: String| err(item.to_string(), m);
     if let Some(m) = size_problem("radius", r.radius) {
         e(m);
     }
@@ -268,6 +294,18 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
     }
     if !positive(r.grip_reach) {
         e(format!("grip_reach must be positive, got {}", r.grip_reach));
+    }
+    if let DriveSpec::Holonomic { max_lateral } = r.drive
+        && !positive(max_lateral)
+    {
+        e(format!("drive's max_lateral must be positive, got {max_lateral}"));
+    }
+    if let Some(sensors) = &r.sensors {
+        for (i, name) in sensors.iter().enumerate() {
+            if sensors[..i].contains(name) {
+                e(format!("sensors names {name:?} twice"));
+            }
+        }
     }
     let b = &r.battery;
     if !positive(b.capacity) {
@@ -311,8 +349,8 @@ fn check_robot(r: &RobotSpec, err: &mut Report) {
         | ControllerSpec::External { .. }
         | ControllerSpec::Explorer { .. }
         | ControllerSpec::Program {} => {}
-        ControllerSpec::Drive { linear, angular } => {
-            if !(linear.is_finite() && angular.is_finite()) {
+        ControllerSpec::Drive { linear, angular, lateral } => {
+            if !(linear.is_finite() && angular.is_finite() && lateral.is_finite()) {
                 e("Drive speeds must be finite numbers".into());
             }
         }

@@ -282,7 +282,12 @@ mod tests {
     #[test]
     fn a_facade_takes_one_skill_per_group() {
         let mut f = SkillFacade::new();
-        f.set(Velocity { linear: 0.1, angular: 0.0 }).unwrap().set(Grip).unwrap().set(Lamp { on: true }).unwrap();
+        f.set(Velocity { linear: 0.1, angular: 0.0, lateral: 0.0 })
+            .unwrap()
+            .set(Grip)
+            .unwrap()
+            .set(Lamp { on: true })
+            .unwrap();
         let err = f.set(Stop).unwrap_err();
         assert_eq!(err, GroupTaken { group: SkillGroup::Move, existing: "Velocity", new: "Stop" });
         assert!(err.to_string().contains("move slot"));
@@ -294,15 +299,16 @@ mod tests {
     fn equal_skill_is_ignored_and_a_different_one_replaces_at_once() {
         let mut ex = SkillExecutor::new(0.02);
         let (mut out, mut notes) = (vec![], vec![]);
-        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0, lateral: 0.0 }), &ctx(), &mut out, &mut notes);
         assert_eq!(a, Assignment::Started);
         // Entry actions also when the slot was empty.
         assert_eq!(out, vec![Command::Move { linear: 0.2, angular: 0.0 }]);
         out.clear();
-        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        let a = ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0, lateral: 0.0 }), &ctx(), &mut out, &mut notes);
         assert_eq!(a, Assignment::Ignored);
         assert!(out.is_empty());
-        let a = ex.assign(Box::new(Velocity { linear: -0.1, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        let a =
+            ex.assign(Box::new(Velocity { linear: -0.1, angular: 0.0, lateral: 0.0 }), &ctx(), &mut out, &mut notes);
         assert_eq!(a, Assignment::Replaced { old: "Velocity" });
         // Exit of the old (halt), then entry of the new, in that order.
         assert_eq!(
@@ -325,7 +331,10 @@ mod tests {
     fn the_running_velocity_is_told_without_the_skill_and_agrees_with_it() {
         let mut ex = SkillExecutor::new(0.02);
         let (mut out, mut notes) = (vec![], vec![]);
-        let (slow, fast) = (Velocity { linear: 0.1, angular: 0.0 }, Velocity { linear: 0.3, angular: 0.5 });
+        let (slow, fast) = (
+            Velocity { linear: 0.1, angular: 0.0, lateral: 0.0 },
+            Velocity { linear: 0.3, angular: 0.5, lateral: 0.0 },
+        );
         let agrees = |ex: &SkillExecutor| {
             for v in [slow, fast] {
                 let by_skill = ex.running(SkillGroup::Move).is_some_and(|s| s.same_as(&v));
@@ -376,7 +385,7 @@ mod tests {
         let mut ex = SkillExecutor::new(0.02);
         let (mut out, mut notes) = (vec![], vec![]);
         let mut f = SkillFacade::new();
-        f.set(Velocity { linear: 0.2, angular: 0.0 }).unwrap().set(Blink::new(0.08)).unwrap();
+        f.set(Velocity { linear: 0.2, angular: 0.0, lateral: 0.0 }).unwrap().set(Blink::new(0.08)).unwrap();
         ex.assign_facade(f, &ctx(), &mut out, &mut notes);
         assert_eq!(out, vec![Command::Move { linear: 0.2, angular: 0.0 }, Command::Lamp { on: true }]);
         assert!(ex.running(SkillGroup::Move).is_some() && ex.running(SkillGroup::Lamp).is_some());
@@ -532,7 +541,7 @@ mod tests {
     fn clear_runs_every_exit() {
         let mut ex = SkillExecutor::new(0.02);
         let (mut out, mut notes) = (vec![], vec![]);
-        ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0 }), &ctx(), &mut out, &mut notes);
+        ex.assign(Box::new(Velocity { linear: 0.2, angular: 0.0, lateral: 0.0 }), &ctx(), &mut out, &mut notes);
         ex.assign(Box::new(Blink::new(0.1)), &ctx(), &mut out, &mut notes);
         out.clear();
         ex.clear(&ctx(), &mut out, &mut notes);

@@ -138,17 +138,25 @@ impl Skill for Stop {
     }
 }
 
-/// Drive with a constant linear (m/s) and angular (rad/s) speed until replaced.
+/// Drive with a constant linear (m/s) and angular (rad/s) speed until replaced, and sideways
+/// (m/s, to the left) on a holonomic drive.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Velocity {
     pub linear: f32,
     pub angular: f32,
+    pub lateral: f32,
 }
 
 impl Skill for Velocity {
     skill_meta!("Velocity", Move);
     fn entry(&mut self, _: &SkillContext, out: &mut Vec<Command>) {
-        out.push(Command::Move { linear: self.linear, angular: self.angular });
+        let (linear, angular, lateral) = (self.linear, self.angular, self.lateral);
+        // A move without a sideways part is the differential drive's command, as it always was.
+        out.push(if lateral == 0.0 {
+            Command::Move { linear, angular }
+        } else {
+            Command::MoveOmni { linear, lateral, angular }
+        });
     }
     fn tick(&mut self, _: &SkillContext, _: &mut Vec<Command>) -> SkillStatus {
         SkillStatus::Running

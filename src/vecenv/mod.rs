@@ -109,6 +109,12 @@ impl VecWorlds {
         }
         alike(&specs)?;
         observes_something(&spec)?;
+        drives_differentially(&spec)?;
+        spec.groups_alike()?;
+        let unknown = crate::run::standard_sensors().check(&spec.scene);
+        if !unknown.is_empty() {
+            return Err(unknown.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
+        }
         let obs_len: usize = spec.observation_sizes().iter().sum();
         // Worlds step on threads of their own, a share each; Bevy's compute pool (which its
         // parallel queries use) is made with one thread, or the worlds' systems would queue for
@@ -424,6 +430,21 @@ impl Drop for Pool {
 
 /// Checks that every driven robot observes at least one value: the parts asked for may give a
 /// robot none (`range` without a range sensor, `message` without a message size, or no parts).
+/// The environment's actions are a differential drive's (forward, turning, gripper): a
+/// holonomic robot it drives would never use its sideways wheels, so it is refused, named.
+fn drives_differentially(spec: &EnvSpec) -> Result<(), String> {
+    let driven = spec.robots();
+    match spec.scene.robots.iter().find(|r| driven.contains(&r.name) && r.drive.max_lateral() > 0.0) {
+        None => Ok(()),
+        Some(r) => Err(format!(
+            "robot {} has a holonomic drive: crsim.VecEnv's actions are a differential drive's (linear, angular, \
+             grip), so it would never move sideways; drive it over the program protocol (drive: [linear, angular, \
+             lateral]), or give the environment differential robots",
+            r.name
+        )),
+    }
+}
+
 fn observes_something(spec: &EnvSpec) -> Result<(), String> {
     let Some((name, _)) = spec.robots().into_iter().zip(spec.observation_sizes()).find(|(_, size)| *size == 0) else {
         return Ok(());
@@ -815,5 +836,30 @@ mod tests {
         assert_eq!(total, 1.0, "one pen boxed");
         v.step(&[0.0, 0.0, 0.0]).unwrap();
         assert_eq!(v.episode_steps(), vec![0], "the next step reset the world");
+    }
+
+    #[test]
+    fn robots_of_a_kind_are_one_group_and_a_holonomic_robot_is_refused_by_name() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/kinds.ron");
+        let with = |programs: &[&str]| {
+            let overrides = crate::scene::SceneOverrides {
+                programs: programs.iter().map(|p| p.to_string()).collect(),
+                sets: vec![],
+            };
+            let scene = crate::scene::load_scene_file_with(&path, &overrides).unwrap().0;
+            EnvSpec { scene, ..spec(100) }
+        };
+        let scouts = with(&["scout1", "scout2"]);
+        assert_eq!(scouts.groups(), ["scout", "scout"]);
+        let v = VecWorlds::new(scouts.clone(), &[1, 2], 1).unwrap();
+        // pose 6, bump 1, range 16, radio 1, battery 2: the kind's sensors in its order.
+        assert_eq!(v.spec().observation_sizes(), vec![26, 26]);
+        let Err(e) = VecWorlds::new(with(&["scout1", "carrier"]), &[1], 1) else { panic!("a holonomic robot") };
+        assert!(e.starts_with("robot carrier has a holonomic drive"), "{e}");
+        // A scout that overrides its kind's sensors does not observe as its group does.
+        let mut odd = scouts;
+        odd.scene.robots[1].sensors = Some(vec!["pose".into()]);
+        let Err(e) = VecWorlds::new(odd, &[1], 1) else { panic!("two layouts in one group") };
+        assert!(e.starts_with("robots scout1 and scout2 are of one group (scout) but observe different parts"), "{e}");
     }
 }

@@ -90,6 +90,14 @@ impl RobotView {
         self.spans.iter().map(|s| s.len()).sum::<usize>() + self.message
     }
 
+    /// The parts it observes, in order, each with its size (and the message part's last): robots
+    /// whose lists are equal observe alike.
+    pub fn observed_parts(&self) -> Vec<(&'static str, usize)> {
+        let observed = |span: &Range<usize>| self.spans.contains(span);
+        let parts = self.layout.parts.iter().filter(|(_, s)| observed(s)).map(|(p, s)| (p.name, s.len()));
+        parts.chain((self.message > 0).then_some(("message", self.message))).collect()
+    }
+
     /// Values of the part named in what it observes (0 when not observed or not carried).
     pub fn part_size(&self, name: &str) -> usize {
         let observed = |span: &Range<usize>| self.spans.contains(span);
@@ -185,9 +193,9 @@ mod tests {
         };
         let e = world
             .spawn((
-                Robot { index: 0, radius: 0.1, max_speed: 0.5, max_turn: 2.0 },
+                Robot { index: 0, radius: 0.1, max_speed: 0.5, max_turn: 2.0, max_lateral: 0.0 },
                 Transform::from_xyz(1.0, 0.5, 0.0).with_rotation(Quat::from_rotation_z(std::f32::consts::FRAC_PI_2)),
-                AppliedDrive { linear: 0.25, angular: -1.0 },
+                AppliedDrive { linear: 0.25, angular: -1.0, lateral: 0.0 },
                 battery,
                 BumpSensor::default(),
                 GripSensor { holding: None, pen_in_reach: Some(Entity::PLACEHOLDER) },

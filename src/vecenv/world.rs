@@ -160,20 +160,45 @@ impl EnvSpec {
     }
 
     /// The robots the environment drives: the scene's program robots, group by group (robots
-    /// whose observations have the same layout, [`group_name`], in the order each group first
-    /// appears in the scene), each group in scene order.
+    /// of one kind, or of no kind with the same range beams ([`group_name`]), in the order each
+    /// group first appears in the scene), each group in scene order.
     pub fn robots(&self) -> Vec<String> {
         self.driven().into_iter().map(|r| r.name.clone()).collect()
     }
 
-    /// Each driven robot's group ([`group_name`]), in the order of [`EnvSpec::robots`].
+    /// Each driven robot's group (its kind, or [`group_name`]), in the order of
+    /// [`EnvSpec::robots`].
     pub fn groups(&self) -> Vec<String> {
         self.driven().into_iter().map(|r| self.group_of(r)).collect()
     }
 
-    /// A driven robot's group: by the range beams it observes.
+    /// A driven robot's group: its kind, or for a robot of no kind the range beams it observes.
     fn group_of(&self, robot: &RobotSpec) -> String {
-        group_name(self.view(robot).part_size("range"))
+        match &robot.kind {
+            Some(kind) => kind.clone(),
+            None => group_name(self.view(robot).part_size("range")),
+        }
+    }
+
+    /// Checks that the robots of each group observe alike (a robot may override its kind's
+    /// sensors); the error names two that do not.
+    pub fn groups_alike(&self) -> Result<(), String> {
+        let (robots, groups, views) = (self.robots(), self.groups(), self.views());
+        for i in 0..robots.len() {
+            let parts = views[i].observed_parts();
+            if let Some(j) = (0..i).find(|&j| groups[j] == groups[i] && views[j].observed_parts() != parts) {
+                return Err(format!(
+                    "robots {} and {} are of one group ({}) but observe different parts ({:?} and {:?}): give one \
+                     a kind of its own, or the same sensors",
+                    robots[j],
+                    robots[i],
+                    groups[i],
+                    views[j].observed_parts(),
+                    parts
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// How a robot of the scene is observed, from the standard sensors.
@@ -594,7 +619,7 @@ pub fn robot_action(name: &str, max_speed: f32, max_turn: f32, a: &[f32]) -> Rob
     };
     RobotAction {
         name: name.to_string(),
-        drive: Some([frac(a[0]) * max_speed, frac(a[1]) * max_turn]),
+        drive: Some([frac(a[0]) * max_speed, frac(a[1]) * max_turn, 0.0]),
         skill: None,
         grip,
         lamp: None,

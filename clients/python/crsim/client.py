@@ -68,7 +68,7 @@ class BinaryStep(Step):
     ``step[name]`` gives one robot's readings in the JSON encoding's shape."""
 
     __slots__ = ("robots", "contacts", "detections", "sonar", "ranges", "names", "messages", "_rows", "_range_at",
-                 "_extra", "_observations")
+                 "_extra", "_observations", "_lateral")
 
     def __init__(self, head, block):
         self.step = head["step"]
@@ -87,6 +87,7 @@ class BinaryStep(Step):
         self.messages = tail["messages"]
         self._extra = {e["robot"]: e["sensors"] for e in tail.get("sensors", ())}
         self._observations = {o["robot"]: o["values"] for o in tail.get("observations", ())}
+        self._lateral = {e["robot"]: e["speed"] for e in tail.get("lateral", ())}
         self._rows = None
 
     @property
@@ -106,6 +107,7 @@ class BinaryStep(Step):
             "name": robot,
             "pose": [float(r["x"]), float(r["y"]), float(r["heading"])],
             "speed": [float(r["linear"]), float(r["angular"])],
+            **({"lateral": self._lateral[i]} if i in self._lateral else {}),
             "battery": float(r["battery"]),
             "charging": bool(r["charging"]),
             "bump": [{"with": self.names[c["with"]], "bearing": float(c["bearing"])}
@@ -237,11 +239,12 @@ class Client:
     def _action(self, robot):
         return self._actions.setdefault(robot, {"name": robot})
 
-    def drive(self, robot, linear, angular):
-        """Drive with ``linear`` m/s and ``angular`` rad/s until told otherwise."""
+    def drive(self, robot, linear, angular, lateral=None):
+        """Drive with ``linear`` m/s and ``angular`` rad/s until told otherwise, and a holonomic
+        robot ``lateral`` m/s sideways (to its left when positive)."""
         a = self._action(robot)
         a.pop("skill", None)
-        a["drive"] = [float(linear), float(angular)]
+        a["drive"] = [float(linear), float(angular)] + ([] if lateral is None else [float(lateral)])
 
     def skill(self, robot, kind, **params):
         """Hand the robot one of crsim's skills: ``stop``, ``velocity``, ``move_for``,

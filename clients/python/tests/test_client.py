@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from conftest import TWO
+from conftest import SCENES, TWO
 from crsim import Client, ProtocolError
 
 
@@ -142,3 +142,22 @@ def test_an_observation_asked_for_comes_the_same_in_json_and_binary_frames(run, 
         json_client.act()
         binary_client.act()
     plain_client.close()
+
+
+@pytest.mark.parametrize("encoding", ["json", "binary"])
+def test_a_holonomic_robot_drives_sideways_and_reads_its_sideways_speed(run, encoding):
+    # The carrier of scenes/kinds.ron has omni wheels (max_lateral 0.2 m/s); it faces up.
+    sim = run(SCENES / "kinds.ron", programs=["carrier", "scout1"])
+    client = Client(sim.host, sim.port, encoding=encoding)
+    client.register(["carrier", "scout1"])
+    seen = []
+    for step in client.steps():
+        seen.append(step["carrier"])
+        client.drive("carrier", 0.0, 0.0, 0.15)
+        client.drive("scout1", 0.0, 0.0)
+        if step.step == 60:
+            break
+    x0, x1 = seen[10]["pose"][0], seen[60]["pose"][0]
+    assert math.isclose(x1 - x0, -50 * 0.15 * 0.02, abs_tol=0.01), (x0, x1)
+    assert math.isclose(seen[60]["lateral"], 0.15, abs_tol=1e-6)
+    assert "lateral" not in step["scout1"], "a differential scout has no sideways speed"

@@ -568,7 +568,7 @@ pub(in crate::control) fn think<'w>(
         // The robot's commands are the actuator nodes' outputs, and nothing else.
         let (linear, angular) = (outputs.speed.unwrap_or(0.0), outputs.turn.unwrap_or(0.0));
         let mut facade = SkillFacade::new();
-        let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn };
+        let drive = Velocity { linear: linear * robot.max_speed, angular: angular * robot.max_turn, lateral: 0.0 };
         if !executor.0.runs_velocity(&drive) {
             let _ = facade.set(drive);
         }

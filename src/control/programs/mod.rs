@@ -570,7 +570,7 @@ fn with_drives(
         })?;
         acts.push(RobotAction {
             name: name.clone(),
-            drive: Some([d.linear, d.angular]),
+            drive: Some([d.linear, d.angular, 0.0]),
             skill: None,
             grip: match d.grip {
                 1 => Some(GripAction::Close),
@@ -1042,15 +1042,17 @@ pub(super) fn act(
         let Some(a) = program.pending.take() else { continue };
         let mut facade = SkillFacade::new();
         let moving = match (a.drive, a.skill) {
-            (Some([linear, angular]), skill) => {
-                let _ = facade.set(Velocity { linear, angular });
+            (Some([linear, angular, lateral]), skill) => {
+                let _ = facade.set(Velocity { linear, angular, lateral });
                 skill.filter(|s| matches!(s, SkillAction::Blink { .. }))
             }
             (None, skill) => skill,
         };
         match moving {
             Some(SkillAction::Stop) => drop(facade.set(Stop)),
-            Some(SkillAction::Velocity { linear, angular }) => drop(facade.set(Velocity { linear, angular })),
+            Some(SkillAction::Velocity { linear, angular, lateral }) => {
+                drop(facade.set(Velocity { linear, angular, lateral }))
+            }
             Some(SkillAction::MoveFor { linear, angular, seconds }) => {
                 drop(facade.set(MoveFor::new(linear, angular, seconds)))
             }
@@ -1147,7 +1149,14 @@ mod tests {
     use super::*;
 
     fn act(name: &str) -> RobotAction {
-        RobotAction { name: name.into(), drive: Some([0.1, 0.0]), skill: None, grip: None, lamp: None, send: vec![] }
+        RobotAction {
+            name: name.into(),
+            drive: Some([0.1, 0.0, 0.0]),
+            skill: None,
+            grip: None,
+            lamp: None,
+            send: vec![],
+        }
     }
 
     #[test]

@@ -69,10 +69,12 @@ pub struct Registration {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SkillAction {
     Stop,
-    /// m/s and rad/s until replaced.
+    /// m/s and rad/s until replaced (and m/s sideways, to the left, for a holonomic robot).
     Velocity {
         linear: f32,
         angular: f32,
+        #[serde(default)]
+        lateral: f32,
     },
     /// A constant command for a time.
     MoveFor {
@@ -144,9 +146,11 @@ pub struct OutMessage {
 #[serde(deny_unknown_fields)]
 pub struct RobotAction {
     pub name: String,
-    /// `[linear m/s, angular rad/s]`, a `velocity` skill.
-    #[serde(default)]
-    pub drive: Option<[f32; 2]>,
+    /// `[linear m/s, angular rad/s]`, a `velocity` skill; a holonomic robot also takes
+    /// `[linear, angular, lateral m/s]` (sideways, to the left). Held as all three, lateral 0
+    /// when two are given.
+    #[serde(default, deserialize_with = "drive_values")]
+    pub drive: Option<[f32; 3]>,
     #[serde(default)]
     pub skill: Option<SkillAction>,
     #[serde(default)]
@@ -155,6 +159,19 @@ pub struct RobotAction {
     pub lamp: Option<bool>,
     #[serde(default)]
     pub send: Vec<OutMessage>,
+}
+
+/// `drive`'s two or three numbers.
+fn drive_values<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f32; 3]>, D::Error> {
+    let Some(values) = Option::<Vec<f32>>::deserialize(d)? else { return Ok(None) };
+    match values[..] {
+        [linear, angular] => Ok(Some([linear, angular, 0.0])),
+        [linear, angular, lateral] => Ok(Some([linear, angular, lateral])),
+        _ => Err(serde::de::Error::custom(format!(
+            "drive takes [linear, angular] or, for a holonomic robot, [linear, angular, lateral]; got {} numbers",
+            values.len()
+        ))),
+    }
 }
 
 /// A frame from a program.
@@ -217,7 +234,7 @@ impl RobotAction {
         let finite = |xs: &[f32]| xs.iter().all(|x| x.is_finite());
         let numbers: Vec<f32> = match (&self.drive, &self.skill) {
             (Some(d), _) => d.to_vec(),
-            (_, Some(SkillAction::Velocity { linear, angular })) => vec![*linear, *angular],
+            (_, Some(SkillAction::Velocity { linear, angular, lateral })) => vec![*linear, *angular, *lateral],
             (_, Some(SkillAction::MoveFor { linear, angular, seconds })) => vec![*linear, *angular, *seconds],
             (_, Some(SkillAction::MoveAhead { distance, speed })) => vec![*distance, speed.unwrap_or(0.0)],
             (_, Some(SkillAction::MoveTo { x, y, speed, tolerance })) => {
@@ -404,8 +421,9 @@ fn kind_code(kind: &str) -> u32 {
 /// range records, and B bytes of JSON
 /// `{"names":[...],"messages":[...]}` (names are what the records' name fields index; a
 /// message names its robot by index into the robots), with `"sensors":[{"robot":i,
-/// "sensors":{...}}]` for the readings of sensors outside the built-in set and
-/// `"observations":[{"robot":i,"values":[...]}]` for robots registered with `observation`.
+/// "sensors":{...}}]` for the readings of sensors outside the built-in set,
+/// `"observations":[{"robot":i,"values":[...]}]` for robots registered with `observation`, and
+/// `"lateral":[{"robot":i,"speed":x}]` for holonomic robots' sideways speeds.
 pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let mut names = Names::default();
     let mut robots: Vec<u8> = Vec::with_capacity(readings.len() * ROBOT_RECORD);
@@ -415,7 +433,7 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     let put_u32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
     let put_i32 = |v: &mut Vec<u8>, x: i32| v.extend_from_slice(&x.to_le_bytes());
     let put_f32 = |v: &mut Vec<u8>, x: f32| v.extend_from_slice(&x.to_le_bytes());
-    let (mut extra, mut observations) = (Vec::new(), Vec::new());
+    let (mut extra, mut observations, mut lateral) = (Vec::new(), Vec::new(), Vec::new());
     for (i, reading) in readings.iter().enumerate() {
         let (i, r) = (i as u32, &reading.sensors);
         put_i32(&mut robots, names.id(&reading.name));
@@ -461,6 +479,9 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
         if !r.sensors.is_empty() {
             extra.push(serde_json::json!({ "robot": i, "sensors": r.sensors }));
         }
+        if let Some(speed) = r.lateral {
+            lateral.push(serde_json::json!({ "robot": i, "speed": speed }));
+        }
         if let Some(values) = &reading.observation {
             observations.push(serde_json::json!({ "robot": i, "values": values }));
         }
@@ -471,6 +492,9 @@ pub fn binary_step(step: u64, time: f64, readings: &[Reading]) -> Vec<u8> {
     }
     if !observations.is_empty() {
         tail["observations"] = serde_json::Value::Array(observations);
+    }
+    if !lateral.is_empty() {
+        tail["lateral"] = serde_json::Value::Array(lateral);
     }
     let tail = serde_json::to_vec(&tail).unwrap_or_default();
     let head = serde_json::json!({
@@ -556,7 +580,7 @@ mod tests {
         let ClientFrame::Act { step, robots, drives } = f else { panic!() };
         assert_eq!(drives, None);
         assert_eq!(step, 7);
-        assert_eq!(robots[0].drive, Some([0.2, 0.1]));
+        assert_eq!(robots[0].drive, Some([0.2, 0.1, 0.0]));
         assert_eq!(robots[0].grip, Some(GripAction::Close));
         assert_eq!(robots[0].send[1], OutMessage { to: None, content: Value::from("hi") });
         assert_eq!(robots[1].skill, Some(SkillAction::MoveTo { x: 1.0, y: 2.0, speed: None, tolerance: None }));
@@ -597,6 +621,7 @@ mod tests {
         let mut sensors = SensorReading {
             pose: [1.0, 2.0, 0.5],
             speed: [0.1, 0.2],
+            lateral: None,
             battery: 0.75,
             charging: true,
             bump: vec![Touch { with: "wallUp".into(), bearing: 0.25 }],

@@ -246,7 +246,9 @@ pub(super) fn drive_remote_robots(
                     }
                 }
                 Effect::Drive(m) => match m {
-                    Motion::Straight(dir) => request.set(Velocity { linear: dir * robot.max_speed, angular: 0.0 }),
+                    Motion::Straight(dir) => {
+                        request.set(Velocity { linear: dir * robot.max_speed, angular: 0.0, lateral: 0.0 })
+                    }
                     Motion::Turn(side, secs) => {
                         request.set(TurnFor::new(side * std::f32::consts::FRAC_PI_2, secs as f32));
                     }

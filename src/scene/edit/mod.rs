@@ -332,6 +332,9 @@ impl Snap {
 
 /// One change to the document.
 #[derive(Debug, Clone, PartialEq)]
+// An edit holds a whole item when it replaces one (a robot with its kind fields is the largest):
+// edits are made one at a time by a person and kept in a short undo list, so their size is no cost.
+#[allow(clippy::large_enum_variant)]
 pub enum Edit {
     /// Moves the item's position (centre, midpoint) to `to`.
     Move {

@@ -366,7 +366,7 @@ fn robot_fields(ui: &mut egui::Ui, r: &mut RobotSpec, dens: &[String], c: &mut O
 fn controller_fields(ui: &mut egui::Ui, ctl: &mut ControllerSpec, c: &mut Option<egui::Id>) {
     let kinds: [(&str, fn() -> ControllerSpec); 8] = [
         ("Idle", || ControllerSpec::Idle),
-        ("Drive", || ControllerSpec::Drive { linear: 0.2, angular: 0.0 }),
+        ("Drive", || ControllerSpec::Drive { linear: 0.2, angular: 0.0, lateral: 0.0 }),
         ("Wander", || ControllerSpec::Wander { speed: 0.5 }),
         ("Explorer", || ControllerSpec::Explorer { strategy: StrategySpec::Rings, sonar: false }),
         ("Network", ControllerSpec::network),
@@ -388,9 +388,10 @@ fn controller_fields(ui: &mut egui::Ui, ctl: &mut ControllerSpec, c: &mut Option
     ui.end_row();
     match ctl {
         ControllerSpec::Idle | ControllerSpec::Program {} => {}
-        ControllerSpec::Drive { linear, angular } => {
+        ControllerSpec::Drive { linear, angular, lateral } => {
             num(ui, "linear", linear, 0.01, " m/s", c);
             num(ui, "angular", angular, 1.0, "°/s", c);
+            num(ui, "lateral", lateral, 0.01, " m/s", c);
         }
         ControllerSpec::Wander { speed } => num(ui, "speed", speed, 0.01, "× max", c),
         ControllerSpec::External { port } => num(ui, "udp port", port, 1.0, "", c),
