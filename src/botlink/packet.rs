@@ -400,6 +400,20 @@ impl<'a> Reader<'a> {
             Err(PacketError::BadPayload { id: self.id, reason: format!("{what} is not a finite number") })
         }
     }
+    /// One update-all slot: bot, linear, the sideways speed when `sideways` (the omni layout),
+    /// angular, flags.
+    fn slot(&mut self, sideways: bool) -> Result<UpdateSlot, PacketError> {
+        let bot = self.u16("slot bot")?;
+        let linear = self.finite("slot linear")?;
+        let lateral = if sideways { self.finite("slot lateral")? } else { 0.0 };
+        let angular = self.finite("slot angular")?;
+        let flags = self.u8("slot flags")?;
+        if flags > 3 {
+            let reason = format!("slot flags 0x{flags:02x} has unknown bits");
+            return Err(PacketError::BadPayload { id: self.id, reason });
+        }
+        Ok(UpdateSlot { bot, linear, angular, lateral, grip: flags & 1 != 0, lamp: flags & 2 != 0 })
+    }
     fn end(self) -> Result<(), PacketError> {
         if self.bytes.is_empty() {
             Ok(())
@@ -500,17 +514,7 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
                 }
             }
             for slot in &mut slots {
-                let bot = r.u16("slot bot")?;
-                let linear = r.finite("slot linear")?;
-                let angular = r.finite("slot angular")?;
-                let flags = r.u8("slot flags")?;
-                if flags > 3 {
-                    return Err(PacketError::BadPayload {
-                        id,
-                        reason: format!("slot flags 0x{flags:02x} has unknown bits"),
-                    });
-                }
-                *slot = UpdateSlot { bot, linear, angular, lateral: 0.0, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+                *slot = r.slot(false)?;
             }
             Command::UpdateAll(slots)
         }
@@ -527,18 +531,7 @@ pub fn decode(packet: &[u8]) -> Result<Command, PacketError> {
             }
             let mut slots = [UpdateSlot::EMPTY; UPDATE_ALL_SLOTS];
             for slot in &mut slots {
-                let bot = r.u16("slot bot")?;
-                let linear = r.finite("slot linear")?;
-                let lateral = r.finite("slot lateral")?;
-                let angular = r.finite("slot angular")?;
-                let flags = r.u8("slot flags")?;
-                if flags > 3 {
-                    return Err(PacketError::BadPayload {
-                        id,
-                        reason: format!("slot flags 0x{flags:02x} has unknown bits"),
-                    });
-                }
-                *slot = UpdateSlot { bot, linear, angular, lateral, grip: flags & 1 != 0, lamp: flags & 2 != 0 };
+                *slot = r.slot(true)?;
             }
             Command::UpdateAll(slots)
         }
