@@ -1,20 +1,26 @@
 //! The `crsim` command line: its arguments (clap) and which library function each command calls.
-//! Every command's work, output and exit code are the library's (`crsim::run`, `experiment`,
-//! `record`, `vecenv`, `window`), where tests call them without this binary.
+//! Every command's work, output and exit code are the library's (`crate::run`, `experiment`,
+//! `record`, `vecenv`, `window`), where tests call them without a binary.
+//!
+//! The `crsim` binary is [`main`]. A crate that extends crsim (sensors, effectors, controllers
+//! registered by its own plugin) makes its own binary with [`main_with`], the same command line
+//! with its plugin added to every app the commands build: its scenes then run, check and open in
+//! the app as crsim's own do.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bevy::prelude::App;
 use clap::{Parser, Subcommand};
 
-use crsim::experiment::command::{SweepCommand, collect_command, sweep_command};
-use crsim::run::bench::{BenchCommand, BenchOptions, bench_command};
-use crsim::run::runner::RunRequest;
-use crsim::run::until::Until;
-use crsim::scene::SceneOverrides;
-use crsim::scene::overrides::SetValue;
-use crsim::scene::schema::Dialect;
-use crsim::window::{Opened, Outside, View};
+use crate::experiment::command::{SweepCommand, collect_command, sweep_command};
+use crate::run::bench::{BenchCommand, BenchOptions, bench_command};
+use crate::run::runner::RunRequest;
+use crate::run::until::Until;
+use crate::scene::SceneOverrides;
+use crate::scene::overrides::SetValue;
+use crate::scene::schema::Dialect;
+use crate::window::{Opened, Outside, View};
 
 /// crsim: a cooperative multi-robot simulator.
 ///
@@ -225,7 +231,7 @@ enum Command {
         kinematic: bool,
         /// Every robot also has a range sensor of K beams (180°, 3 m, every step); prints
         /// range_beams_per_s.
-        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crsim::scene::schema::MAX_RAYS)))]
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::scene::schema::MAX_RAYS)))]
         range: Option<u32>,
         /// Record the benchmark's run to this MCAP file (to measure what recording costs).
         #[arg(long, value_name = "FILE.mcap")]
@@ -308,19 +314,48 @@ fn log_to_stderr() {
     let _ = fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
 }
 
-fn main() -> ExitCode {
+/// What an extension adds to every app the command line builds (its plugins, its sensors), as
+/// [`main_with`] takes it.
+pub type Setup<'a> = &'a dyn Fn(&mut App);
+
+/// The `crsim` command line.
+pub fn main() -> ExitCode {
+    main_with(&|_| {})
+}
+
+/// The `crsim` command line with `setup` run on every app it builds, after crsim's own plugins:
+/// the app of `crsim [SCENE]`, `replay` and `view`, the runs of `crsim run` and `verify`, and
+/// the sensors `crsim check` knows. The
+/// binary of a crate that extends crsim:
+///
+/// ```no_run
+/// use bevy::prelude::*;
+///
+/// struct MyPlugin;
+/// impl Plugin for MyPlugin {
+///     fn build(&self, _app: &mut App) { /* app.register_sensor(...) */ }
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     crsim::cli::main_with(&|app| {
+///         app.add_plugins(MyPlugin);
+///     })
+/// }
+/// ```
+pub fn main_with(setup: Setup) -> ExitCode {
     let cli = Cli::parse();
-    let Some(command) = cli.command else { return open_app(cli) };
+    let Some(command) = cli.command else { return open_app(cli, setup) };
     log_to_stderr();
     match command {
         Command::Run(a) => {
             let Outside { protocol, program_port, overrides } = a.outside.into();
-            let request = crsim::ros2::Ros2Request { enabled: a.ros2, domain_id: a.ros2_domain, settings: None };
-            let ros = move |app: &mut bevy::prelude::App| {
+            let request = crate::ros2::Ros2Request { enabled: a.ros2, domain_id: a.ros2_domain, settings: None };
+            let ros = move |app: &mut App| {
                 app.insert_resource(request.clone());
-                crsim::ros2::plugin(app);
+                crate::ros2::plugin(app);
+                setup(app);
             };
-            crsim::run::runner::run(RunRequest {
+            crate::run::runner::run(RunRequest {
                 scene: &a.scene,
                 steps: a.steps,
                 seed: a.seed,
@@ -341,27 +376,27 @@ fn main() -> ExitCode {
             })
         }
         Command::Replay { recording, frames, every, step } => {
-            crsim::window::replay_command(&recording, frames, every, step)
+            crate::window::replay_command(&recording, frames, every, step, setup)
         }
-        Command::Verify { recording, scene } => crsim::run::verify::verify_command(&recording, scene.as_deref()),
-        Command::View { addr } => crsim::window::view_command(&addr),
-        Command::Inspect { recording, step } => crsim::record::inspect::inspect_command(&recording, step),
-        Command::Check { files } => crsim::run::check::check_files(&files),
+        Command::Verify { recording, scene } => crate::run::verify::verify_command(&recording, scene.as_deref(), setup),
+        Command::View { addr } => crate::window::view_command(&addr, setup),
+        Command::Inspect { recording, step } => crate::record::inspect::inspect_command(&recording, step),
+        Command::Check { files } => crate::run::check::check_files(&files, &crate::run::sensors_with(setup)),
         Command::Sweep { sweep, dir, plan, jobs, bin } => {
             sweep_command(SweepCommand { file: sweep, dir, plan, jobs, bin })
         }
         Command::Collect { dir, plot, by, out, partial } => collect_command(&dir, plot.zip(by), out, partial),
         Command::Bot { scene, robot, port, address, out } => {
-            crsim::run::bot::bot_command(&scene, &robot, &address, port, out.as_deref())
+            crate::run::bot::bot_command(&scene, &robot, &address, port, out.as_deref())
         }
         Command::Envbench { worlds, robots, steps, threads } => {
-            let threads = threads.map_or_else(crsim::sim::cores, usize::from);
-            crsim::vecenv::bench::envbench_command(worlds as usize, robots as usize, steps, threads)
+            let threads = threads.map_or_else(crate::sim::cores, usize::from);
+            crate::vecenv::bench::envbench_command(worlds as usize, robots as usize, steps, threads)
         }
         Command::Bench { robots, steps, seed, comms, network, kinematic, range, record, threads, ros2 } => {
             // Every step's state on every topic: odom, /tf and scan at every step.
-            let settings = crsim::scene::schema::Ros2Spec { rate: 0.0, scan_rate: 0.0, ..Default::default() };
-            let serve = move |app: &mut bevy::prelude::App| crsim::ros2::serve(app, &settings, ros2.unwrap_or(0));
+            let settings = crate::scene::schema::Ros2Spec { rate: 0.0, scan_rate: 0.0, ..Default::default() };
+            let serve = move |app: &mut App| crate::ros2::serve(app, &settings, ros2.unwrap_or(0));
             bench_command(BenchCommand {
                 robots,
                 steps,
@@ -376,7 +411,7 @@ fn main() -> ExitCode {
 }
 
 /// `crsim [SCENE]`: the app.
-fn open_app(cli: Cli) -> ExitCode {
+fn open_app(cli: Cli, setup: Setup) -> ExitCode {
     let what = match cli.bench {
         Some(n) => Opened::Bench {
             robots: n as usize,
@@ -388,11 +423,11 @@ fn open_app(cli: Cli) -> ExitCode {
         screenshot: cli.screenshot.map(|p| (p, cli.frames)),
         frame_stats: cli.frame_stats,
         select: cli.select,
-        start: crsim::window::StartView {
+        start: crate::window::StartView {
             edit: cli.edit,
             plots: cli.plots,
             dark: cli.theme.as_deref() == Some("dark"),
         },
     };
-    crsim::window::open_app(what, view, cli.outside.into())
+    crate::window::open_app(what, view, cli.outside.into(), setup)
 }

@@ -8,7 +8,7 @@
 //!
 //! | floor | folders | what lives there |
 //! |---|---|---|
-//! | top | `window.rs`, `ui/`, `render/` | the app (`AppPlugin`) and opening its window; the control panel; drawing (presentation only) |
+//! | top | `cli.rs`, `window.rs`, `ui/`, `render/` | the command line (the binary's, and an extension's with its plugins); the app (`AppPlugin`) and opening its window; the control panel; drawing (presentation only) |
 //! | 6 | `vecenv/` | many worlds in one process for learning: actions in, observations, rewards and episode ends out, in flat arrays |
 //! | 5 | `run/`, `experiment/` | scene loading, physics initialisation, headless runner, bench, report, hot reload, verify; sweeps |
 //! | 4 | `record/` | the record stream: capture, inputs from outside, MCAP writer and reader, viewer protocol, replay |
@@ -19,6 +19,7 @@
 //! | ground | `scene/`, `sim/` | scene types and pure functions; system sets, clock, streams, hash |
 
 pub mod botlink;
+pub mod cli;
 pub mod comms;
 pub mod control;
 pub mod experiment;

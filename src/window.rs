@@ -71,7 +71,7 @@ pub struct View {
 }
 
 /// `crsim [SCENE]`: the app on a scene file, the built-in scene or the benchmark arena.
-pub fn open_app(what: Opened, view: View, outside: Outside) -> ExitCode {
+pub fn open_app(what: Opened, view: View, outside: Outside, setup: &dyn Fn(&mut App)) -> ExitCode {
     let View { screenshot, frame_stats, select, start } = view;
     let (scene, source) = match what {
         Opened::Bench { robots, options } => {
@@ -97,12 +97,19 @@ pub fn open_app(what: Opened, view: View, outside: Outside) -> ExitCode {
     if let Err(e) = crate::sim::set_threads(crate::sim::default_threads(scene.robots.len())) {
         return bad_input(e);
     }
-    open_window(AppWindow { scene, source, screenshot, frame_stats, select, start }, outside, |_| {})
+    open_window(AppWindow { scene, source, screenshot, frame_stats, select, start }, outside, setup)
 }
 
 /// `crsim replay FILE`: the recording in the app with a timeline from `step`, or (`frames`) its
 /// steps written as PNG frames, one every `every`.
-pub fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Option<u64>) -> ExitCode {
+/// `setup` is what an extension adds to the app (its sensors, to show the scene that ran).
+pub fn replay_command(
+    path: &Path,
+    frames: Option<PathBuf>,
+    every: u64,
+    step: Option<u64>,
+    setup: &dyn Fn(&mut App),
+) -> ExitCode {
     use crate::record::replay::{Replay, ReplaySource};
     if every == 0 {
         return bad_input("--every must be at least 1");
@@ -130,6 +137,7 @@ pub fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Op
     }
     let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: default() };
     open_window(window, Outside::none(), move |app| {
+        setup(app);
         app.insert_resource(replay);
         if let Some(dir) = frames {
             export_frames(app, dir, every);
@@ -138,7 +146,7 @@ pub fn replay_command(path: &Path, frames: Option<PathBuf>, every: u64, step: Op
 }
 
 /// `crsim view ADDR`: the app attached to a run that serves viewers there.
-pub fn view_command(addr: &str) -> ExitCode {
+pub fn view_command(addr: &str, setup: &dyn Fn(&mut App)) -> ExitCode {
     let client = match crate::record::viewer::ViewerClient::connect(addr) {
         Ok(c) => c,
         Err(e) => return bad_input(e),
@@ -150,6 +158,7 @@ pub fn view_command(addr: &str) -> ExitCode {
     let source = SceneSource::Recorded { scene: client.meta.scene_path.clone(), from: addr.to_string() };
     let window = AppWindow { scene, source, screenshot: None, frame_stats: None, select: None, start: default() };
     open_window(window, Outside::none(), move |app| {
+        setup(app);
         app.insert_resource(crate::record::replay::Replay::live(client));
     })
 }

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bevy::ecs::world::EntityRefExcept;
 use bevy::prelude::*;
 
 use super::format::Event;
@@ -15,12 +16,13 @@ use super::inputs::InputLog;
 use crate::comms::{RadioIn, RadioLog};
 use crate::control::explore::{CellState, Explorer};
 use crate::control::network::NetworkController;
+use crate::robot::registry::{Around, Carried, SensorFaults, SensorRegistry};
 use crate::robot::{
     AppliedDrive, Battery, BumpEvent, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot, pose,
 };
 use crate::sim::{PerEnv, RobotOrder, SimTime, TrajectoryHash};
 use crate::skills::{SkillCompleted, SkillStarted};
-use crate::world::{Boxed, Held, Pen, Sonar};
+use crate::world::{Arena, Boxed, Held, Pen, Sonar};
 
 /// Where records go: a file, a viewer connection.
 pub trait Sink: Send + Sync {
@@ -61,6 +63,8 @@ pub struct Recorder {
     last_explorer: HashMap<u32, ExplorerRecord>,
     /// Each range sensor's latest scan, for the keyframes.
     last_ranges: std::collections::BTreeMap<u32, Vec<i32>>,
+    /// Each robot's latest record of each sensor with records of its own, for the keyframes.
+    last_sensors: std::collections::BTreeMap<u32, std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 impl Recorder {
@@ -323,6 +327,50 @@ fn record_robots(rec: &mut Recorder, step: u64, order: &RobotOrder, robots: &Que
     rec.emit(Record::new(step, Body::Robots(r)));
 }
 
+/// `/sensors`: the records of the sensors registered with records of their own (an extension's,
+/// `Sensor::record`), for each robot that has any, in robot order; a sensor that panics is a
+/// fault of the run. It runs after `capture`, so a keyframe holds the records up to the step
+/// before its own, and readers read `/sensors` from the keyframe's step on.
+pub fn capture_sensors(
+    mut rec: ResMut<Recorder>,
+    mut faults: ResMut<SensorFaults>,
+    time: Res<SimTime>,
+    sensors: Option<Res<SensorRegistry>>,
+    order: Res<RobotOrder>,
+    arena: Res<Arena>,
+    robots: Query<EntityRefExcept<(Recorder, SensorFaults)>, With<Robot>>,
+    names: Query<&Name>,
+) {
+    let Some(sensors) = sensors.filter(|s| s.any_recorded()) else { return };
+    if !rec.wants_records() {
+        return;
+    }
+    let step = time.step;
+    let name_of = |e: Entity| names.get(e).map_or_else(|_| e.to_string(), |n| n.to_string());
+    let around = Around { arena: *arena, name_of: &name_of };
+    let mut r = SensorsRecord { step, ..default() };
+    for &e in &order.0 {
+        let Ok(robot) = robots.get(e) else { continue };
+        let (Some(carried), Some(index)) = (robot.get::<Carried>(), robot.get::<Robot>().map(|r| r.index)) else {
+            continue;
+        };
+        match sensors.record(carried, &(&robot).into(), &around) {
+            Ok(records) if records.is_empty() => {}
+            Ok(records) => {
+                rec.last_sensors.entry(index).or_default().extend(records.clone());
+                r.robot.push(index);
+                r.records.push(records);
+            }
+            Err(fault) => {
+                faults.note(&fault, &name_of(e));
+            }
+        }
+    }
+    if !r.robot.is_empty() {
+        rec.emit(Record::new(step, Body::Sensors(r)));
+    }
+}
+
 /// `/range`: the scans taken this step, in robot order (nothing when no robot scanned).
 fn record_range(rec: &mut Recorder, step: u64, order: &RobotOrder, scans: &Query<(&Robot, &RangeScan)>) {
     if scans.is_empty() {
@@ -484,6 +532,11 @@ fn record_thinking(
             step,
             robot: rec.last_ranges.keys().copied().collect(),
             distances: rec.last_ranges.values().cloned().collect(),
+        };
+        key.sensors = SensorsRecord {
+            step,
+            robot: rec.last_sensors.keys().copied().collect(),
+            records: rec.last_sensors.values().cloned().collect(),
         };
     }
     let mut nets: Vec<_> = networks.iter().collect();

@@ -25,7 +25,7 @@ pub const META_RUN: &str = "crsim.run";
 pub const META_END: &str = "crsim.end";
 
 /// The channels, in the order they are registered.
-pub const CHANNELS: [Channel; 10] = [
+pub const CHANNELS: [Channel; 11] = [
     Channel::Step,
     Channel::Robots,
     Channel::Pens,
@@ -36,6 +36,7 @@ pub const CHANNELS: [Channel; 10] = [
     Channel::Inputs,
     Channel::Keyframe,
     Channel::Range,
+    Channel::Sensors,
 ];
 
 /// A channel of the record stream.
@@ -51,6 +52,7 @@ pub enum Channel {
     Inputs,
     Keyframe,
     Range,
+    Sensors,
 }
 
 impl Channel {
@@ -66,6 +68,7 @@ impl Channel {
             Channel::Inputs => "/inputs",
             Channel::Keyframe => "/keyframe",
             Channel::Range => "/range",
+            Channel::Sensors => "/sensors",
         }
     }
 
@@ -86,6 +89,7 @@ impl Channel {
             Channel::Inputs => "crsim.Inputs",
             Channel::Keyframe => "crsim.Keyframe",
             Channel::Range => "crsim.Range",
+            Channel::Sensors => "crsim.Sensors",
         }
     }
 
@@ -193,6 +197,10 @@ impl Channel {
                         "ranges",
                         r#"{"type":"object","description":"every range sensor's latest scan, as in /range"}"#.into(),
                     ),
+                    (
+                        "sensors",
+                        r#"{"type":"object","description":"every robot's latest records of registered sensors, as in /sensors"}"#.into(),
+                    ),
                 ],
                 &["step"],
             ),
@@ -206,6 +214,17 @@ impl Channel {
                     ),
                 ],
                 &["step", "robot", "distances"],
+            ),
+            Channel::Sensors => obj(
+                &[
+                    ("step", step),
+                    ("robot", ints("index of each robot with records this step, in robot order")),
+                    (
+                        "records",
+                        r#"{"type":"array","items":{"type":"object"},"description":"each robot's records, by sensor name: what each sensor registered with records of its own read this step"}"#.into(),
+                    ),
+                ],
+                &["step", "robot", "records"],
             ),
         }
     }
@@ -330,6 +349,21 @@ pub struct RangeRecord {
 }
 
 impl RangeRecord {
+    pub fn is_empty(&self) -> bool {
+        self.robot.is_empty()
+    }
+}
+
+/// `/sensors`: the records of the sensors that have records of their own (registered ones, an
+/// extension's: `Sensor::record`), by robot index and sensor name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SensorsRecord {
+    pub step: u64,
+    pub robot: Vec<u32>,
+    pub records: Vec<BTreeMap<String, serde_json::Value>>,
+}
+
+impl SensorsRecord {
     pub fn is_empty(&self) -> bool {
         self.robot.is_empty()
     }
@@ -552,6 +586,9 @@ pub struct KeyframeRecord {
     /// Every range sensor's latest scan (recordings without range sensors leave it out).
     #[serde(default, skip_serializing_if = "RangeRecord::is_empty")]
     pub ranges: RangeRecord,
+    /// Every robot's latest records of the sensors with records of their own (none: left out).
+    #[serde(default, skip_serializing_if = "SensorsRecord::is_empty")]
+    pub sensors: SensorsRecord,
 }
 
 /// An actuator command of a robot driven from outside, as the bot manager transmitted it.
@@ -654,6 +691,7 @@ pub enum Body {
     Inputs(InputsRecord),
     Keyframe(KeyframeRecord),
     Range(RangeRecord),
+    Sensors(SensorsRecord),
 }
 
 impl Body {
@@ -669,6 +707,7 @@ impl Body {
             Body::Inputs(_) => Channel::Inputs,
             Body::Keyframe(_) => Channel::Keyframe,
             Body::Range(_) => Channel::Range,
+            Body::Sensors(_) => Channel::Sensors,
         }
     }
 
@@ -688,6 +727,7 @@ impl Body {
             Body::Inputs(r) => serde_json::to_writer(w, r),
             Body::Keyframe(r) => serde_json::to_writer(w, r),
             Body::Range(r) => serde_json::to_writer(w, r),
+            Body::Sensors(r) => serde_json::to_writer(w, r),
         };
         out
     }
@@ -707,6 +747,7 @@ impl Body {
             Channel::Inputs => Body::Inputs(serde_json::from_value(v).map_err(bad)?),
             Channel::Keyframe => Body::Keyframe(serde_json::from_value(v).map_err(bad)?),
             Channel::Range => Body::Range(serde_json::from_value(v).map_err(bad)?),
+            Channel::Sensors => Body::Sensors(serde_json::from_value(v).map_err(bad)?),
         })
     }
 

@@ -52,7 +52,7 @@ pub(crate) fn plugin(app: &mut App) {
         )
         .init_resource::<viewer::ViewerControl>()
         .add_systems(PreUpdate, viewer::serve_viewers.in_set(LoadSystems::Serve))
-        .add_systems(FixedPostUpdate, capture::capture);
+        .add_systems(FixedPostUpdate, (capture::capture, capture::capture_sensors).chain());
     // Recording's systems work while the recorder has sinks or the input log records or replays.
     for (schedule, set) in [
         (FixedFirst.intern(), follow_recorder.into_system_set().intern()),
@@ -61,6 +61,7 @@ pub(crate) fn plugin(app: &mut App) {
         (FixedUpdate.intern(), inputs::commands_after_transmit.into_system_set().intern()),
         (FixedUpdate.intern(), inputs::sends_before_delivery.into_system_set().intern()),
         (FixedPostUpdate.intern(), capture::capture.into_system_set().intern()),
+        (FixedPostUpdate.intern(), capture::capture_sensors.into_system_set().intern()),
     ] {
         crate::sim::add_optional_systems(app, schedule, set, recording);
     }

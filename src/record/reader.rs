@@ -71,6 +71,18 @@ pub struct Frame {
     pub events: Vec<Event>,
     /// Each range sensor's latest scan (by robot index), mm.
     pub ranges: BTreeMap<u32, Vec<i32>>,
+    /// Each robot's latest records of the sensors with records of their own (by robot index,
+    /// then sensor name), as `/sensors` has them.
+    pub sensors: BTreeMap<u32, BTreeMap<String, serde_json::Value>>,
+}
+
+impl Frame {
+    /// Adds a `/sensors` record: each robot's records replace its earlier ones of that sensor.
+    pub fn add_sensors(&mut self, r: &SensorsRecord) {
+        for (&robot, records) in r.robot.iter().zip(&r.records) {
+            self.sensors.entry(robot).or_default().extend(records.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
 }
 
 /// Steps of deliveries a frame carries for the radio lines.
@@ -343,6 +355,11 @@ impl Recording {
             f.explorers.insert(e.robot.clone(), e);
         }
         f.ranges = key.ranges.robot.into_iter().zip(key.ranges.distances).collect();
+        f.add_sensors(&key.sensors);
+        // A keyframe's sensor records are those before its own step (`capture_sensors`).
+        for r in self.read::<SensorsRecord>(Channel::Sensors, key_step, step)? {
+            f.add_sensors(&r);
+        }
         if step > key_step {
             for r in self.read::<RangeRecord>(Channel::Range, key_step + 1, step)? {
                 f.ranges.extend(r.robot.into_iter().zip(r.distances));

@@ -14,6 +14,7 @@ use super::reader::{Frame, Recording};
 use super::viewer::{ViewerClient, ViewerCommand};
 use crate::control::explore::{Cell, Dir, Explorer, Move, Phase};
 use crate::control::network::NetworkController;
+use crate::robot::registry::SensorRegistry;
 use crate::robot::{AppliedDrive, Battery, BumpSensor, DriveCommand, GripCommand, LampState, RangeScan, Robot};
 use crate::sim::hash::Fnv;
 use crate::sim::{PerEnv, RobotOrder, SimClock, SimTime, TrajectoryHash};
@@ -113,7 +114,7 @@ pub struct OpenRecording(pub Option<PathBuf>);
 pub fn plugin(app: &mut App) {
     app.init_resource::<OpenRecording>().add_systems(
         PostUpdate,
-        (advance, show).chain().run_if(resource_exists::<Replay>).before(TransformSystems::Propagate),
+        (advance, show, show_sensors).chain().run_if(resource_exists::<Replay>).before(TransformSystems::Propagate),
     );
 }
 
@@ -201,6 +202,26 @@ type Shown<'a> = (
     &'a mut GripCommand,
     &'a mut LampState,
 );
+
+/// Puts each robot's recorded records of the sensors with records of their own back through the
+/// registry (an extension's sensors), so the app draws and inspects what they read in the run.
+fn show_sensors(world: &mut World) {
+    let Some(replay) = world.get_resource::<Replay>() else { return };
+    if replay.frame.sensors.is_empty() || !world.contains_resource::<SensorRegistry>() {
+        return;
+    }
+    let records = replay.frame.sensors.clone();
+    let robots: std::collections::HashMap<u32, Entity> =
+        world.query::<(Entity, &Robot)>().iter(world).map(|(e, r)| (r.index, e)).collect();
+    world.resource_scope(|world, sensors: Mut<SensorRegistry>| {
+        for (index, records) in &records {
+            let Some(mut robot) = robots.get(index).and_then(|&e| world.get_entity_mut(e).ok()) else { continue };
+            if let Err(e) = sensors.replay(records, &mut robot) {
+                warn_once!("the replay cannot show what a sensor read: {e}");
+            }
+        }
+    });
+}
 
 /// Writes the frame into the world.
 fn show(

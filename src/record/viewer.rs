@@ -108,7 +108,10 @@ pub fn apply_body(frame: &mut Frame, body: &Body) {
             frame.networks = k.networks.iter().map(|n| (n.robot.clone(), n.degrees.clone())).collect();
             frame.explorers = k.explorers.iter().map(|e| (e.robot.clone(), e.clone())).collect();
             frame.ranges = k.ranges.robot.iter().copied().zip(k.ranges.distances.iter().cloned()).collect();
+            frame.sensors.clear();
+            frame.add_sensors(&k.sensors);
         }
+        Body::Sensors(r) => frame.add_sensors(r),
         Body::Inputs(_) => {}
         Body::Range(r) => {
             for (&robot, distances) in r.robot.iter().zip(&r.distances) {

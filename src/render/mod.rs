@@ -3,13 +3,15 @@
 //! and zoom; clicking a robot selects it for the inspector. Nothing here writes simulation
 //! state: visuals are separate entities, never components on simulation entities.
 
+use bevy::ecs::world::EntityRefExcept;
 use bevy::input::mouse::{AccumulatedMouseScroll, MouseScrollUnit};
 use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
 use bevy_egui::input::EguiWantsInput;
 use bevy_rapier2d::prelude::{CollisionGroups, Group, QueryFilter, ReadRapierContext};
 
-use crate::robot::{Battery, BumpSensor, Gripper, LampState, RangeScan, RangeSensor, Robot, RobotCamera, pose};
+use crate::robot::registry::{Around, Carried, Mark, SensorRegistry};
+use crate::robot::{Battery, BumpSensor, Gripper, LampState, Robot, RobotCamera, pose};
 use crate::scene::{ActiveScene, SceneLoaded};
 use crate::world::{Arena, Boxed, Den, Held, Pen, PenBox, Sonar, Station, Wall, groups, to_arena_edge};
 
@@ -66,9 +68,6 @@ pub mod palette {
     pub const SELECTED: Color = Color::srgb(1.0, 0.80, 0.0);
     pub const PARTNER: Color = Color::srgb(0.0, 0.75, 0.35);
     pub const LAMP: Color = Color::srgb(1.0, 0.75, 0.0);
-    /// A range sensor's beams, and the points where they met something.
-    pub const RANGE_BEAM: Color = Color::srgba(0.75, 0.10, 0.65, 0.35);
-    pub const RANGE_HIT: Color = Color::srgb(0.75, 0.10, 0.65);
 }
 
 /// Selects the robot called `name` whenever a scene loads (`crsim --select NAME`).
@@ -94,6 +93,7 @@ pub fn plugin(app: &mut App) {
         .init_resource::<ViewFit>()
         .init_resource::<Partner>()
         .init_resource::<EditMode>()
+        .init_resource::<SensorMarks>()
         .insert_resource(PanelWidth(320.0))
         .insert_resource(ClearColor(picture::ViewOptions::default().theme.colours().background))
         .add_systems(Startup, spawn_camera)
@@ -103,6 +103,7 @@ pub fn plugin(app: &mut App) {
                 rebuild_visuals.run_if(on_message::<SceneLoaded>),
                 fit_camera.run_if(on_message::<SceneLoaded>.or_eager(panel_resized)),
                 pan_zoom_and_pick,
+                collect_sensor_marks,
                 draw_world,
                 draw_replayed_radio.run_if(resource_exists::<crate::record::replay::Replay>),
             )
@@ -333,7 +334,7 @@ fn draw_world(
     dens: Query<(&Transform, &Den)>,
     stations: Query<(&Transform, &Station)>,
     sonars: Query<(&Transform, &Sonar)>,
-    scans: Query<(Entity, &Transform, &RangeSensor, &RangeScan)>,
+    marks: Res<SensorMarks>,
 ) {
     if active.is_none() {
         return;
@@ -433,50 +434,46 @@ fn draw_world(
             gizmos.linestrip_2d(cone_points(p, heading, camera.fov, reach), colours.cone);
         }
     }
-    if options.cones {
-        let all = scans.iter().len() <= CONES_UP_TO;
-        for (e, t, sensor, scan) in &scans {
-            if all || selection.0 == Some(e) {
-                let (p, heading) = pose(t);
-                for (end, hit) in beam_ends(p, heading, sensor, &scan.distances) {
-                    gizmos.line_2d(p, end, palette::RANGE_BEAM);
-                    if hit {
-                        gizmos.circle_2d(end, 0.015, palette::RANGE_HIT);
-                    }
-                }
+    for mark in &marks.0 {
+        match *mark {
+            Mark::Line { from, to, colour: [r, g, b, a] } => gizmos.line_2d(from, to, Color::srgba(r, g, b, a)),
+            Mark::Dot { at, radius, colour: [r, g, b, a] } => {
+                gizmos.circle_2d(at, radius, Color::srgba(r, g, b, a));
             }
         }
     }
 }
 
-/// Where each beam of a range scan ends, and whether it met something there (read less than
-/// the sensor's range).
-fn beam_ends<'a>(
-    p: Vec2,
-    heading: f32,
-    sensor: &'a RangeSensor,
-    distances: &'a [f32],
-) -> impl Iterator<Item = (Vec2, bool)> + 'a {
-    let (first, step) = sensor.angles();
-    distances
-        .iter()
-        .enumerate()
-        .map(move |(k, &d)| (p + Vec2::from_angle(heading + first + step * k as f32) * d, d < sensor.range))
+/// What the robots' sensors draw in this frame, from the registry: every robot's when the scene
+/// has few, else the selected one's; none with the view's cones off.
+#[derive(Resource, Debug, Default)]
+pub struct SensorMarks(pub Vec<Mark>);
+
+fn collect_sensor_marks(
+    sensors: Option<Res<SensorRegistry>>,
+    options: Res<picture::ViewOptions>,
+    selection: Res<Selection>,
+    arena: Res<Arena>,
+    robots: Query<EntityRefExcept<SensorMarks>, With<Robot>>,
+    names: Query<&Name>,
+    mut marks: ResMut<SensorMarks>,
+) {
+    marks.0.clear();
+    let Some(sensors) = sensors.filter(|_| options.cones) else { return };
+    let name_of = |e: Entity| names.get(e).map_or_else(|_| e.to_string(), |n| n.to_string());
+    let around = Around { arena: *arena, name_of: &name_of };
+    let all = robots.iter().len() <= CONES_UP_TO;
+    for robot in robots.iter().filter(|r| all || selection.0 == Some(r.id())) {
+        let Some(carried) = robot.get::<Carried>() else { continue };
+        if let Err(fault) = sensors.marks(carried, &(&robot).into(), &around, &mut marks.0) {
+            warn_once!("the app does not draw it: {}", fault.describe(&name_of(fault.robot)));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_beam_ends_where_it_read_and_says_whether_it_met_something() {
-        let sensor = RangeSensor { rays: 3, fov: std::f32::consts::PI, range: 2.0, period: 1 };
-        let ends: Vec<(Vec2, bool)> = beam_ends(Vec2::new(1.0, 1.0), 0.0, &sensor, &[0.5, 2.0, 1.0]).collect();
-        let near = |a: Vec2, b: Vec2| (a - b).length() < 1e-5;
-        assert!(near(ends[0].0, Vec2::new(1.0, 0.5)) && ends[0].1, "right: {ends:?}");
-        assert!(near(ends[1].0, Vec2::new(3.0, 1.0)) && !ends[1].1, "ahead, nothing met: {ends:?}");
-        assert!(near(ends[2].0, Vec2::new(1.0, 2.0)) && ends[2].1, "left: {ends:?}");
-    }
 
     #[test]
     fn a_cone_is_cut_where_its_rays_end() {

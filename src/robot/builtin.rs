@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use serde_json::json;
 
 use super::registry::{
-    Around, Detection, GripReading, ObsPart, Sensor, SensorObserver, SensorReading, SensorRegistry, Touch,
+    Around, Detection, GripReading, Mark, ObsPart, Sensor, SensorObserver, SensorReading, SensorRegistry, Touch,
 };
 use super::{
     AppliedDrive, Battery, BumpSensor, CameraView, GripSensor, Gripper, Odometry, RangeScan, RangeSensor, Robot,
@@ -465,7 +465,25 @@ impl Sensor for Range {
             rows.push(("nearest beam".into(), format!("{d:.2} m at {angle:+.0}° (step {})", scan.step)));
         }
     }
+    /// Each beam to where it ended, with a dot where it met something.
+    fn marks(&self, r: &FilteredEntityRef, _: &Around, marks: &mut Vec<Mark>) {
+        let (Some(sensor), Some(scan), Some(t)) = (r.get::<RangeSensor>(), r.get::<RangeScan>(), r.get::<Transform>())
+        else {
+            return;
+        };
+        let (p, heading) = pose(t);
+        for (end, hit) in sensor.beam_ends(p, heading, &scan.distances) {
+            marks.push(Mark::Line { from: p, to: end, colour: RANGE_BEAM });
+            if hit {
+                marks.push(Mark::Dot { at: end, radius: 0.015, colour: RANGE_HIT });
+            }
+        }
+    }
 }
+
+/// A range sensor's beams in the app, and the points where they met something.
+const RANGE_BEAM: [f32; 4] = [0.75, 0.10, 0.65, 0.35];
+const RANGE_HIT: [f32; 4] = [0.75, 0.10, 0.65, 1.0];
 
 impl Values for Range {
     type Data = (&'static RangeSensor, &'static RangeScan);

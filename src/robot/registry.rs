@@ -60,6 +60,15 @@ impl ObsPart {
     }
 }
 
+/// What a sensor shows of itself in the app's view, in the arena's metres: a line or a dot, in a
+/// colour (sRGB and alpha, each 0..1). The app draws the marks of the robots whose sensors it
+/// shows (every robot in a small scene, the selected one in a large one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mark {
+    Line { from: Vec2, to: Vec2, colour: [f32; 4] },
+    Dot { at: Vec2, radius: f32, colour: [f32; 4] },
+}
+
 /// What a sensor reader has beside the robot: the arena, and the names of other entities.
 pub struct Around<'a> {
     pub arena: Arena,
@@ -168,6 +177,28 @@ pub trait Sensor: Send + Sync + 'static {
 
     /// The rows the app's inspector shows for it: a label and a value each.
     fn inspect(&self, robot: &FilteredEntityRef, around: &Around, rows: &mut Vec<(String, String)>);
+
+    /// What the app draws of it on the robot (nothing, by default).
+    fn marks(&self, _robot: &FilteredEntityRef, _around: &Around, _marks: &mut Vec<Mark>) {}
+
+    /// Whether recordings keep records of its own ([`Sensor::record`], [`Sensor::replay`]) on
+    /// the `/sensors` channel. crsim's own sensors say no: their state has channels of its own
+    /// (`/robots`, `/range`, `/radio`).
+    fn recorded(&self) -> bool {
+        false
+    }
+
+    /// Its record of this step for the recording (asked only when [`Sensor::recorded`]): what a
+    /// replay needs to show what it read; `None` when there is nothing new.
+    fn record(&self, _robot: &FilteredEntityRef, _around: &Around) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Puts a recorded record back on the robot, so that a replay draws and inspects what the
+    /// sensor read; an error says what in the record is wrong.
+    fn replay(&self, _record: &serde_json::Value, _robot: &mut EntityWorldMut) -> Result<(), String> {
+        Ok(())
+    }
 
     /// A faster way to observe it in `world`, for readers that observe every step (`crsim.VecEnv`):
     /// `None` (the default) has them call [`Sensor::observe`].
@@ -484,6 +515,76 @@ impl SensorRegistry {
         out
     }
 
+    /// The marks every sensor a robot carries draws, in order, added to `marks`. A sensor that
+    /// panics adds none and is the fault returned, after the others have drawn theirs.
+    pub fn marks(
+        &self,
+        carried: &Carried,
+        robot: &FilteredEntityRef,
+        around: &Around,
+        marks: &mut Vec<Mark>,
+    ) -> Result<(), SensorFault> {
+        let mut failed = None;
+        for &id in carried.0.iter() {
+            let sensor = self.get(id);
+            let before = marks.len();
+            if let Err(fault) = guarded(sensor.name(), robot.id(), || sensor.marks(robot, around, marks)) {
+                marks.truncate(before);
+                failed.get_or_insert(fault);
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Whether any sensor registered has records of its own in recordings.
+    pub fn any_recorded(&self) -> bool {
+        self.sensors.iter().any(|s| s.recorded())
+    }
+
+    /// A robot's records for a recording's `/sensors`, by sensor name: those of its sensors that
+    /// have records of their own and something to say this step. A sensor that panics is the
+    /// fault returned.
+    pub fn record(
+        &self,
+        carried: &Carried,
+        robot: &FilteredEntityRef,
+        around: &Around,
+    ) -> Result<BTreeMap<String, serde_json::Value>, SensorFault> {
+        let mut out = BTreeMap::new();
+        for &id in carried.0.iter() {
+            let sensor = self.get(id);
+            if sensor.recorded()
+                && let Some(record) = guarded(sensor.name(), robot.id(), || sensor.record(robot, around))?
+            {
+                out.insert(sensor.name().to_string(), record);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Puts a robot's recorded records back, each through its sensor's [`Sensor::replay`]. The
+    /// error names a sensor this registry does not have, or the sensor and what it refused.
+    pub fn replay(
+        &self,
+        records: &BTreeMap<String, serde_json::Value>,
+        robot: &mut EntityWorldMut,
+    ) -> Result<(), String> {
+        for (name, record) in records {
+            let Some(id) = self.id(name) else {
+                return Err(format!(
+                    "the recording has records of sensor {name:?}, which this crsim does not have (it has {})",
+                    self.names().join(", ")
+                ));
+            };
+            let sensor = self.get(id);
+            let who = robot.id();
+            guarded(sensor.name(), who, || sensor.replay(record, robot))
+                .map_err(|f| format!("sensor {name:?} failed to replay a record: {}", f.message))?
+                .map_err(|e| format!("sensor {name:?} refused its recorded record: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// What the program protocol's `hello` says of a robot's sensors: each one's name, its
     /// observation parts and its settings, in order.
     pub fn describe(&self, robot: &RobotSpec) -> Vec<SensorInfo> {
@@ -597,6 +698,9 @@ mod tests {
         fn inspect(&self, _: &FilteredEntityRef, _: &Around, rows: &mut Vec<(String, String)>) {
             rows.push(("sevens".into(), "7".into()));
         }
+        fn marks(&self, _: &FilteredEntityRef, _: &Around, marks: &mut Vec<Mark>) {
+            marks.push(Mark::Dot { at: Vec2::splat(7.0), radius: 0.5, colour: [1.0; 4] });
+        }
     }
 
     #[test]
@@ -674,6 +778,95 @@ mod tests {
         fn inspect(&self, _: &FilteredEntityRef, _: &Around, _: &mut Vec<(String, String)>) {
             panic!("nothing to show");
         }
+        fn marks(&self, _: &FilteredEntityRef, _: &Around, marks: &mut Vec<Mark>) {
+            marks.push(Mark::Line { from: Vec2::ZERO, to: Vec2::ONE, colour: [0.0; 4] });
+            panic!("nothing to draw");
+        }
+    }
+
+    /// A number kept on the robot, which [`Memos`] records and replays.
+    #[derive(Component, Debug, PartialEq)]
+    struct Memo(i64);
+
+    /// A sensor with records of its own.
+    struct Memos;
+
+    impl Sensor for Memos {
+        fn name(&self) -> &'static str {
+            "memo"
+        }
+        fn part_names(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn reading_fields(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn carried_by(&self, _: &RobotSpec) -> bool {
+            true
+        }
+        fn parts(&self, _: &RobotSpec) -> Vec<ObsPart> {
+            Vec::new()
+        }
+        fn observe(&self, _: &FilteredEntityRef, _: &Around, _: &mut [f32]) {}
+        fn read(&self, _: &FilteredEntityRef, _: &Around, _: &mut SensorReading) {}
+        fn describe(&self, _: &RobotSpec) -> serde_json::Value {
+            serde_json::json!({})
+        }
+        fn inspect(&self, _: &FilteredEntityRef, _: &Around, _: &mut Vec<(String, String)>) {}
+        fn recorded(&self) -> bool {
+            true
+        }
+        fn record(&self, robot: &FilteredEntityRef, _: &Around) -> Option<serde_json::Value> {
+            robot.get::<Memo>().map(|m| serde_json::json!(m.0))
+        }
+        fn replay(&self, record: &serde_json::Value, robot: &mut EntityWorldMut) -> Result<(), String> {
+            robot.insert(Memo(record.as_i64().ok_or("not a number")?));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_sensor_with_records_of_its_own_is_recorded_and_replayed_and_the_others_are_not() {
+        let mut r = SensorRegistry::default();
+        r.register(Sevens("pose", 1)).unwrap();
+        assert!(!r.any_recorded(), "crsim's own sensors have channels of their own");
+        r.register(Memos).unwrap();
+        assert!(r.any_recorded());
+        let carried = r.carried(&RobotSpec::new("a", 1.0, 1.0, 0.0));
+        let mut world = World::new();
+        let (a, b) = (world.spawn(Memo(42)).id(), world.spawn_empty().id());
+        let name_of = |e: Entity| e.to_string();
+        let around = Around { arena: Arena { width: 1.0, height: 1.0 }, name_of: &name_of };
+        let records = r.record(&carried, &FilteredEntityRef::from(world.entity(a)), &around).unwrap();
+        assert_eq!(records, BTreeMap::from([("memo".to_string(), serde_json::json!(42))]));
+        assert!(r.record(&carried, &FilteredEntityRef::from(world.entity(b)), &around).unwrap().is_empty());
+        r.replay(&records, &mut world.entity_mut(b)).unwrap();
+        assert_eq!(world.get::<Memo>(b), Some(&Memo(42)));
+
+        let bad = BTreeMap::from([("memo".to_string(), serde_json::json!("x"))]);
+        let e = r.replay(&bad, &mut world.entity_mut(b)).unwrap_err();
+        assert_eq!(e, "sensor \"memo\" refused its recorded record: not a number");
+        let unknown = BTreeMap::from([("lamp".to_string(), serde_json::json!(1))]);
+        let e = r.replay(&unknown, &mut world.entity_mut(b)).unwrap_err();
+        assert!(e.contains("\"lamp\"") && e.contains("pose, memo"), "{e}");
+    }
+
+    #[test]
+    fn each_sensor_adds_its_marks_and_one_that_panics_adds_none_of_its_own() {
+        let mut r = SensorRegistry::default();
+        r.register(Sevens("pose", 1)).unwrap();
+        r.register(Broken).unwrap();
+        r.register(Sevens("extra", 1)).unwrap();
+        let carried = r.carried(&RobotSpec::new("a", 1.0, 1.0, 0.0));
+        let mut world = World::new();
+        let e = world.spawn(Name::new("a")).id();
+        let name_of = |e: Entity| e.to_string();
+        let around = Around { arena: Arena { width: 1.0, height: 1.0 }, name_of: &name_of };
+        let mut marks = Vec::new();
+        let fault = r.marks(&carried, &FilteredEntityRef::from(world.entity(e)), &around, &mut marks).unwrap_err();
+        assert_eq!((fault.sensor, fault.message.as_str()), ("broken", "nothing to draw"));
+        let dot = Mark::Dot { at: Vec2::splat(7.0), radius: 0.5, colour: [1.0; 4] };
+        assert_eq!(marks, [dot, dot], "pose's and extra's; broken's line before it panicked is gone");
     }
 
     #[test]

@@ -133,6 +133,21 @@ impl RangeSensor {
             n => (-self.fov / 2.0, self.fov / (n - 1) as f32),
         }
     }
+
+    /// Where each beam of a scan from `p` facing `heading` ends, and whether it met something
+    /// there (read less than the sensor's range).
+    pub fn beam_ends<'a>(
+        &'a self,
+        p: Vec2,
+        heading: f32,
+        distances: &'a [f32],
+    ) -> impl Iterator<Item = (Vec2, bool)> + 'a {
+        let (first, step) = self.angles();
+        distances
+            .iter()
+            .enumerate()
+            .map(move |(k, &d)| (p + Vec2::from_angle(heading + first + step * k as f32) * d, d < self.range))
+    }
 }
 
 /// A range sensor's latest scan: one distance per beam in [`RangeSensor::angles`] order,
@@ -690,6 +705,16 @@ pub(super) fn sense_power(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_beam_ends_where_it_read_and_says_whether_it_met_something() {
+        let sensor = RangeSensor { rays: 3, fov: std::f32::consts::PI, range: 2.0, period: 1 };
+        let ends: Vec<(Vec2, bool)> = sensor.beam_ends(Vec2::new(1.0, 1.0), 0.0, &[0.5, 2.0, 1.0]).collect();
+        let near = |a: Vec2, b: Vec2| (a - b).length() < 1e-5;
+        assert!(near(ends[0].0, Vec2::new(1.0, 0.5)) && ends[0].1, "right: {ends:?}");
+        assert!(near(ends[1].0, Vec2::new(3.0, 1.0)) && !ends[1].1, "ahead, nothing met: {ends:?}");
+        assert!(near(ends[2].0, Vec2::new(1.0, 2.0)) && ends[2].1, "left: {ends:?}");
+    }
     use crate::world::spatial::Disc;
     use bevy_rapier2d::prelude::Group;
     use rand::RngExt;

@@ -41,6 +41,19 @@ impl Plugin for SimPlugin {
     }
 }
 
+/// The sensors every crsim app registers, and those `setup` (an extension's plugins, as
+/// [`crate::cli::main_with`] takes them) registers in an app: what `crsim check` looks a scene's
+/// sensors up in.
+pub fn sensors_with(setup: &dyn Fn(&mut App)) -> crate::robot::registry::SensorRegistry {
+    let mut app = App::new();
+    let mut sensors = crate::robot::registry::SensorRegistry::default();
+    sensors.register_or_refuse(crate::robot::builtin::register);
+    sensors.register_or_refuse(crate::comms::sensor::register);
+    app.insert_resource(sensors);
+    setup(&mut app);
+    app.world_mut().remove_resource::<crate::robot::registry::SensorRegistry>().unwrap_or_default()
+}
+
 /// The sensors every crsim app registers (the body's and the radio's): the registry readers use
 /// before a world is built, such as `crsim.VecEnv`'s observation sizes.
 pub fn standard_sensors() -> &'static crate::robot::registry::SensorRegistry {

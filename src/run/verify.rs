@@ -74,10 +74,12 @@ impl Sink for Collect {
 }
 
 /// Runs the recording again; `scene` replaces the recorded scene (to see where an edit makes
-/// a run part from the recording). `progress` gets the steps done.
+/// a run part from the recording). `setup` is what an extension adds to the app (the run that
+/// was recorded had it too). `progress` gets the steps done.
 pub fn verify(
     rec: &mut Recording,
     scene: Option<SceneFile>,
+    setup: &dyn Fn(&mut App),
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Verdict, String> {
     let (first, last) = rec.steps();
@@ -99,6 +101,7 @@ pub fn verify(
     let sink = Collect(Arc::clone(&collected));
     let mut app = headless_app_with(scene, SceneSource::Generated, move |app| {
         app.insert_resource(InputLog::replaying(script));
+        setup(app);
     });
     app.world_mut().resource_mut::<Recorder>().add_sink(Box::new(sink));
     let total = last + 1;
@@ -187,7 +190,11 @@ fn first_difference(
 /// `crsim verify FILE [--scene SCENE]`: runs the recording's scene (or `scene`, with the
 /// recording's seed) again with its recorded inputs and prints `identical` or where it parts;
 /// the exit code (1 when it parts, 2 on bad input).
-pub fn verify_command(path: &std::path::Path, scene: Option<&std::path::Path>) -> std::process::ExitCode {
+pub fn verify_command(
+    path: &std::path::Path,
+    scene: Option<&std::path::Path>,
+    setup: &dyn Fn(&mut App),
+) -> std::process::ExitCode {
     use std::process::ExitCode;
     let bad = |e: String| {
         eprintln!("{e}");
@@ -213,7 +220,7 @@ pub fn verify_command(path: &std::path::Path, scene: Option<&std::path::Path>) -
     };
     let (_, last) = recording.steps();
     let bar = super::runner::progress_bar(last + 1);
-    let verdict = verify(&mut recording, scene, |done, _| bar.set_position(done));
+    let verdict = verify(&mut recording, scene, setup, |done, _| bar.set_position(done));
     bar.finish_and_clear();
     match verdict {
         Ok(v) => {

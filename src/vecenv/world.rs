@@ -726,10 +726,10 @@ mod tests {
         };
         let (mut all, mut trimmed) = (build(), build());
         let dropped = drop_unused_systems(trimmed.world_mut());
-        // Six of recording's, the constant, wander, explore and remote controllers, sonars;
+        // Seven of recording's, the constant, wander, explore and remote controllers, sonars;
         // bevy_rapier's character controller, two for joints, initial impulses, mass read-back,
         // colliding sets and parents; UDP polling and its watchdog.
-        assert_eq!(dropped, 20);
+        assert_eq!(dropped, 21);
         run_steps(&mut all, 400);
         run_steps(&mut trimmed, 400);
         let hash = |app: &App| app.world().resource::<PerEnv<TrajectoryHash>>().only().hex();
