@@ -13,7 +13,7 @@ from conftest import SCENES
 from crsim.launch import find_crsim
 
 CHANNELS = ["/step", "/robots", "/pens", "/events", "/radio", "/network", "/explorer", "/inputs", "/keyframe",
-            "/range"]
+            "/range", "/sensors"]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,8 @@ def test_the_mcap_library_reads_the_summary_and_metadata(recording):
         assert counts["/step"] == 600 and counts["/robots"] == 600 and counts["/pens"] == 600
         assert counts["/keyframe"] == 3  # steps 0, 250, 500
         assert counts["/range"] == 200  # r1 scans every third step
+        # Only sensors registered with records of their own (an extension's) write /sensors.
+        assert counts.get("/sensors", 0) == 0
         meta = {m.name: m.metadata for m in reader.iter_metadata()}
         assert meta["crsim.run"]["seed"] == "3"
         assert "robots" in meta["crsim.run"]["scene"]
