@@ -1,5 +1,5 @@
 //! The `crsim` command line: its arguments (clap) and which library function each command calls.
-//! Every command's work, output and exit code are the library's (`crate::run`, `experiment`,
+//! Every command's work, output and exit code are the library's (`crsim::run`, `experiment`,
 //! `record`, `vecenv`, `window`), where tests call them without a binary.
 //!
 //! The `crsim` binary is [`main`]. A crate that extends crsim (sensors, effectors, controllers
@@ -325,8 +325,7 @@ pub fn main() -> ExitCode {
 
 /// The `crsim` command line with `setup` run on every app it builds, after crsim's own plugins:
 /// the app of `crsim [SCENE]`, `replay` and `view`, the runs of `crsim run` and `verify`, and
-/// the sensors `crsim check` knows. The
-/// binary of a crate that extends crsim:
+/// the sensors `crsim check` knows. The binary of a crate that extends crsim:
 ///
 /// ```no_run
 /// use bevy::prelude::*;
@@ -350,7 +349,7 @@ pub fn main_with(setup: Setup) -> ExitCode {
         Command::Run(a) => {
             let Outside { protocol, program_port, overrides } = a.outside.into();
             let request = crate::ros2::Ros2Request { enabled: a.ros2, domain_id: a.ros2_domain, settings: None };
-            let ros = move |app: &mut App| {
+            let ros_and_setup = move |app: &mut App| {
                 app.insert_resource(request.clone());
                 crate::ros2::plugin(app);
                 setup(app);
@@ -372,7 +371,7 @@ pub fn main_with(setup: Setup) -> ExitCode {
                 serve_viewer: a.serve_viewer,
                 threads: a.threads,
                 keep_serving: a.keep_serving,
-                setup: Some(&ros),
+                setup: Some(&ros_and_setup),
             })
         }
         Command::Replay { recording, frames, every, step } => {

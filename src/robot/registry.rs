@@ -5,12 +5,14 @@
 //! A [`Sensor`] says, for one robot that carries it: the parts of the observation vector it
 //! gives (names, sizes, bounds) and their values; its reading, one record in what a program
 //! robot reads each step; what the program protocol's `hello` says about it; the rows the app's
-//! inspector shows. Each floor registers the sensors it owns (the body's here, the radio's in
-//! `comms/`), and a user's plugin registers its own with [`RegisterSensor::register_sensor`].
+//! inspector shows; the [`Mark`]s the app draws of it; and, for a sensor with records of its
+//! own, its record in recordings and how a replay puts it back. Each floor registers the sensors
+//! it owns (the body's here, the radio's in `comms/`), and a user's plugin registers its own
+//! with [`RegisterSensor::register_sensor`] (`extensions/signal/` is one).
 //!
 //! Every reader walks a robot's [`Carried`] sensors in order — `crsim.VecEnv`'s observation
-//! ([`Layout`]), the program protocol's readings and `hello`, the inspector — none lists
-//! sensors by hand. A robot of no kind carries [`DEFAULT_SENSORS`], in that order: that order
+//! ([`Layout`]), the program protocol's readings and `hello`, the inspector, the app's view,
+//! recordings (`/sensors`) and replay — none lists sensors by hand. A robot of no kind carries [`DEFAULT_SENSORS`], in that order: that order
 //! is the observation layout every trained policy has seen, so it does not change; a sensor
 //! registered beside them comes after them, on the robots it says carry it.
 

@@ -4,6 +4,7 @@ their ROS 2 names and types, decodes every message, drives one robot through `cm
 only that one move, sees `/clock` advance by `dt` a step, and in lock-step gets the trajectory
 hash of the same commands sent by a program over TCP."""
 
+import itertools
 import json
 import math
 import os
@@ -33,9 +34,26 @@ DT = 0.02
 NS_PER_STEP = 20_000_000
 
 
+def _domains():
+    """The DDS domains this test process's runs take, one after another: each pytest-xdist
+    worker has its own share of 100..229, so that two tests running at once never meet on one
+    domain (two did, and one saw the other's /clock); where in its share a process starts is
+    random, for other test sessions on the machine."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    workers = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    size = 130 // workers
+    first = 100 + (index % workers) * size
+    start = random.Random(os.getpid() ^ time.time_ns()).randrange(size)
+    return itertools.cycle([first + (start + k) % size for k in range(size)])
+
+
+_DOMAINS = _domains()
+
+
 def free_domain():
-    """A DDS domain no other test run is likely to use (ROS's default is 0)."""
-    return random.Random(os.getpid() ^ time.time_ns()).randrange(100, 230)
+    """A DDS domain no other test of this session uses at the same time (ROS's default is 0)."""
+    return next(_DOMAINS)
 
 
 class Run:

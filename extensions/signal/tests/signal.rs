@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bevy::prelude::*;
+use crsim::record::format::{Channel, KeyframeRecord};
 use crsim::record::reader::Recording;
 use crsim::record::replay::{Replay, ReplaySource};
 use crsim::run::headless::headless_app_with;
@@ -68,7 +69,7 @@ fn a_program_robot_reads_the_robots_it_hears_strongest_first_and_its_hello_descr
     let dir = scratch("run");
     let (metrics, record) = (dir.join("metrics.json"), dir.join("run.mcap"));
     let mut run = crsim_signal()
-        .args(["run", "scenes/signal.ron", "--steps", "5", "--programs", "listener", "--program-port", "0"])
+        .args(["run", "scenes/signal.ron", "--steps", "260", "--programs", "listener", "--program-port", "0"])
         .arg("--out")
         .arg(&metrics)
         .arg("--record")
@@ -106,7 +107,7 @@ fn a_program_robot_reads_the_robots_it_hears_strongest_first_and_its_hello_descr
         writeln!(writer, "{act}").unwrap();
     }
     assert!(run.wait().unwrap().success());
-    assert!(readings.len() >= 5, "{readings:?}");
+    assert_eq!(readings.len(), 260);
     // Near at 2 m and mid at 6 m; far is beyond its own radio's 5 m, quiet sends nothing.
     let heard = readings.last().unwrap().as_array().unwrap();
     let who: Vec<&str> = heard.iter().map(|h| h["robot"].as_str().unwrap()).collect();
@@ -117,15 +118,21 @@ fn a_program_robot_reads_the_robots_it_hears_strongest_first_and_its_hello_descr
     assert!(heard[0]["bearing"].as_f64().unwrap().abs() < 1e-4, "straight ahead: {heard:?}");
     assert!(metrics.exists(), "the run's metrics are written");
 
-    // The recording keeps what the listener heard (`/sensors`), and a replay puts it back on the
-    // listener, where the app's inspector and drawing read it.
+    // The recording keeps what the listener heard (`/sensors`, and in the keyframe of step 250
+    // what it heard before), and a replay puts it back on the listener, where the app's
+    // inspector and drawing read it.
     let mut recording = Recording::open(&record).unwrap();
-    let frame = recording.frame(4).unwrap();
-    assert_eq!(frame.sensors[&0]["signal"], *readings.last().unwrap());
+    let keyframes: Vec<KeyframeRecord> = recording.read(Channel::Keyframe, 250, 250).unwrap();
+    assert_eq!(keyframes[0].sensors.robot, [0], "the listener, robot 0");
+    assert_eq!(keyframes[0].sensors.records[0]["signal"], *readings.last().unwrap());
+    for step in [4, 250, 255] {
+        let frame = recording.frame(step).unwrap();
+        assert_eq!(frame.sensors[&0]["signal"], *readings.last().unwrap(), "step {step}");
+    }
     let scene = crsim::record::recorded_scene(&recording.meta).unwrap();
     let mut replay = Replay::file(recording);
     if let ReplaySource::File(t) = &mut replay.source {
-        t.seek(4);
+        t.seek(255);
     }
     let mut app = headless_app_with(scene, SceneSource::Generated, |app| {
         app.add_plugins(SignalPlugin::default());
