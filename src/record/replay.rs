@@ -204,23 +204,33 @@ type Shown<'a> = (
 );
 
 /// Puts each robot's recorded records of the sensors with records of their own back through the
-/// registry (an extension's sensors), so the app draws and inspects what they read in the run.
-fn show_sensors(world: &mut World) {
+/// registry (an extension's sensors), so the app draws and inspects what they read in the run;
+/// once for each step shown (again while a robot it has records of is not there yet).
+fn show_sensors(world: &mut World, mut shown: Local<Option<u64>>) {
     let Some(replay) = world.get_resource::<Replay>() else { return };
-    if replay.frame.sensors.is_empty() || !world.contains_resource::<SensorRegistry>() {
+    let step = replay.frame.step.step;
+    if replay.frame.sensors.is_empty() || !world.contains_resource::<SensorRegistry>() || *shown == Some(step) {
         return;
     }
     let records = replay.frame.sensors.clone();
     let robots: std::collections::HashMap<u32, Entity> =
         world.query::<(Entity, &Robot)>().iter(world).map(|(e, r)| (r.index, e)).collect();
-    world.resource_scope(|world, sensors: Mut<SensorRegistry>| {
+    let all_there = world.resource_scope(|world, sensors: Mut<SensorRegistry>| {
+        let mut all_there = true;
         for (index, records) in &records {
-            let Some(mut robot) = robots.get(index).and_then(|&e| world.get_entity_mut(e).ok()) else { continue };
+            let Some(mut robot) = robots.get(index).and_then(|&e| world.get_entity_mut(e).ok()) else {
+                all_there = false;
+                continue;
+            };
             if let Err(e) = sensors.replay(records, &mut robot) {
                 warn_once!("the replay cannot show what a sensor read: {e}");
             }
         }
+        all_there
     });
+    if all_there {
+        *shown = Some(step);
+    }
 }
 
 /// Writes the frame into the world.

@@ -462,8 +462,12 @@ fn collect_sensor_marks(
     let Some(sensors) = sensors.filter(|_| options.cones) else { return };
     let name_of = |e: Entity| names.get(e).map_or_else(|_| e.to_string(), |n| n.to_string());
     let around = Around { arena: *arena, name_of: &name_of };
-    let all = robots.iter().len() <= CONES_UP_TO;
-    for robot in robots.iter().filter(|r| all || selection.0 == Some(r.id())) {
+    let shown: Vec<_> = if robots.iter().len() <= CONES_UP_TO {
+        robots.iter().collect()
+    } else {
+        selection.0.and_then(|e| robots.get(e).ok()).into_iter().collect()
+    };
+    for robot in shown {
         let Some(carried) = robot.get::<Carried>() else { continue };
         if let Err(fault) = sensors.marks(carried, &(&robot).into(), &around, &mut marks.0) {
             warn_once!("the app does not draw it: {}", fault.describe(&name_of(fault.robot)));

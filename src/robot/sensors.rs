@@ -705,6 +705,9 @@ pub(super) fn sense_power(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::spatial::Disc;
+    use bevy_rapier2d::prelude::Group;
+    use rand::RngExt;
 
     #[test]
     fn a_beam_ends_where_it_read_and_says_whether_it_met_something() {
@@ -715,9 +718,6 @@ mod tests {
         assert!(near(ends[1].0, Vec2::new(3.0, 1.0)) && !ends[1].1, "ahead, nothing met: {ends:?}");
         assert!(near(ends[2].0, Vec2::new(1.0, 2.0)) && ends[2].1, "left: {ends:?}");
     }
-    use crate::world::spatial::Disc;
-    use bevy_rapier2d::prelude::Group;
-    use rand::RngExt;
 
     /// Robot `i`'s body as the index keeps it: a 0.1 m disc at `pos`.
     fn robot_disc(i: u32, pos: Vec2) -> Disc {

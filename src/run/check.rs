@@ -49,7 +49,7 @@ mod tests {
     use super::*;
 
     fn check_file_std(f: &std::path::Path) -> Result<(), String> {
-        check_file(f, super::super::standard_sensors())
+        check_file(f, crate::run::standard_sensors())
     }
 
     #[test]
@@ -59,9 +59,9 @@ mod tests {
         assert_eq!(check_file_std(&root.join("assets/network.ron")), Ok(()));
         let e = check_file_std(&root.join("scenes")).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
-        assert_eq!(check_files(&[root.join("scenes/pens.ron")], super::super::standard_sensors()), ExitCode::SUCCESS);
+        assert_eq!(check_files(&[root.join("scenes/pens.ron")], crate::run::standard_sensors()), ExitCode::SUCCESS);
         assert_eq!(
-            check_files(&[root.join("scenes/pens.ron"), root.join("nothing.ron")], super::super::standard_sensors()),
+            check_files(&[root.join("scenes/pens.ron"), root.join("nothing.ron")], crate::run::standard_sensors()),
             ExitCode::FAILURE
         );
     }

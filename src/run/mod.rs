@@ -46,10 +46,7 @@ impl Plugin for SimPlugin {
 /// sensors up in.
 pub fn sensors_with(setup: &dyn Fn(&mut App)) -> crate::robot::registry::SensorRegistry {
     let mut app = App::new();
-    let mut sensors = crate::robot::registry::SensorRegistry::default();
-    sensors.register_or_refuse(crate::robot::builtin::register);
-    sensors.register_or_refuse(crate::comms::sensor::register);
-    app.insert_resource(sensors);
+    app.insert_resource(crsim_sensors());
     setup(&mut app);
     app.world_mut().remove_resource::<crate::robot::registry::SensorRegistry>().unwrap_or_default()
 }
@@ -58,10 +55,13 @@ pub fn sensors_with(setup: &dyn Fn(&mut App)) -> crate::robot::registry::SensorR
 /// before a world is built, such as `crsim.VecEnv`'s observation sizes.
 pub fn standard_sensors() -> &'static crate::robot::registry::SensorRegistry {
     static SENSORS: std::sync::OnceLock<crate::robot::registry::SensorRegistry> = std::sync::OnceLock::new();
-    SENSORS.get_or_init(|| {
-        let mut sensors = crate::robot::registry::SensorRegistry::default();
-        sensors.register_or_refuse(crate::robot::builtin::register);
-        sensors.register_or_refuse(crate::comms::sensor::register);
-        sensors
-    })
+    SENSORS.get_or_init(crsim_sensors)
+}
+
+/// A registry of crsim's own sensors (the body's and the radio's).
+fn crsim_sensors() -> crate::robot::registry::SensorRegistry {
+    let mut sensors = crate::robot::registry::SensorRegistry::default();
+    sensors.register_or_refuse(crate::robot::builtin::register);
+    sensors.register_or_refuse(crate::comms::sensor::register);
+    sensors
 }
